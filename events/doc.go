@@ -1,0 +1,22 @@
+// Package events is the vocabulary of jocasta: the envelope every fact is
+// stored in, the kinds of fact, their payloads, and the codec that decodes
+// stored payloads of any past schema version into today's types.
+//
+// # Overview
+//
+// Every sweep result, plugin read, user edit, token and account change is an
+// [Envelope] appended to the log (package store). Kinds are named in the past
+// tense ("sweep.completed", "device.edited") and listed once, explicitly, in
+// [Kinds]. A stored event is never rewritten: when a payload changes shape,
+// its kind gets a new version and an upcaster that turns the old JSON into
+// the new one, so the log can always be replayed with today's code.
+//
+// The hash chain: each envelope carries the hash of the one before it
+// (PrevHash) and its own Hash = SHA-256(prev hash bytes || canonical bytes).
+// [Envelope.CanonicalBytes] is the JSON encoding of every field but Hash.
+//
+// # Caveats
+//
+// This package performs no I/O and imports only the standard library.
+// docs/events.md documents every kind; a test keeps the two in step.
+package events

@@ -1,0 +1,19 @@
+package events
+
+// Kinds is the explicit list of every event kind. Adding a kind means adding
+// it here and to docs/events.md (a test checks both).
+func Kinds() []KindSpec {
+	return []KindSpec{
+		{Kind: KindSweepCompleted, Version: 1, Payload: SweepCompleted{}, Summary: "one whole device sweep with every responder"},
+		{Kind: KindPortScanCompleted, Version: 1, Payload: PortScanCompleted{}, Summary: "one whole TCP port scan with the open ports of every target"},
+		{Kind: KindDeviceEdited, Version: 1, Payload: DeviceEdited{}, Summary: "a user changed label, group, type, notes or ignored"},
+		{Kind: KindDeviceWatchSet, Version: 1, Payload: DeviceWatchSet{}, Summary: "a user started or stopped watching a device"},
+		{Kind: KindClockTicked, Version: 1, Payload: ClockTicked{}, Summary: "the presence clock: presence is evaluated at this time"},
+		{Kind: KindRetentionPurged, Version: 1, Payload: RetentionPurged{}, Summary: "the hourly purge and what it removed"},
+		{Kind: KindTokenCreated, Version: 1, Payload: TokenCreated{}, Summary: "an API token was created (its SHA-256 only)"},
+		{Kind: KindTokenRevoked, Version: 1, Payload: TokenRevoked{}, Summary: "an API token was revoked"},
+		{Kind: KindUserAdded, Version: 1, Payload: UserAdded{}, Summary: "a web sign-in account was added (argon2id hash)"},
+		{Kind: KindUserPasswordChanged, Version: 1, Payload: UserPasswordChanged{}, Summary: "an account's password was changed"},
+		{Kind: KindUserRemoved, Version: 1, Payload: UserRemoved{}, Summary: "an account was removed"},
+	}
+}
