@@ -1,0 +1,148 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/jocasta/jocasta/events"
+	"github.com/jocasta/jocasta/sources"
+)
+
+// Appender is the part of the log the ingestor needs (store.Store).
+type Appender interface {
+	Append(ctx context.Context, evs ...events.Envelope) ([]events.Envelope, error)
+}
+
+// Ingestor appends source results to the log under one source name.
+type Ingestor struct {
+	log    Appender
+	source string
+}
+
+// New returns an ingestor recording results as coming from source
+// (scan.source, "sweep:<hostname>" by default).
+func New(log Appender, source string) *Ingestor {
+	return &Ingestor{log: log, source: source}
+}
+
+// Sweep appends one sweep.completed event and returns its seq.
+func (i *Ingestor) Sweep(ctx context.Context, s *sources.Sweep) (uint64, error) {
+	e, err := SweepEvent(s, i.source)
+	if err != nil {
+		return 0, err
+	}
+	return i.append(ctx, e)
+}
+
+// PortScan appends one portscan.completed event and returns its seq.
+func (i *Ingestor) PortScan(ctx context.Context, p *sources.PortScan) (uint64, error) {
+	e, err := PortScanEvent(p, i.source)
+	if err != nil {
+		return 0, err
+	}
+	return i.append(ctx, e)
+}
+
+func (i *Ingestor) append(ctx context.Context, e events.Envelope) (uint64, error) {
+	out, err := i.log.Append(ctx, e)
+	if err != nil {
+		return 0, fmt.Errorf("ingest: append %s: %w", e.Kind, err)
+	}
+	return out[0].Seq, nil
+}
+
+// SweepEvent converts a sweep into its event. Hosts are sorted by address
+// so equal sweeps give equal bytes.
+func SweepEvent(s *sources.Sweep, source string) (events.Envelope, error) {
+	p := events.SweepCompleted{
+		ScanID:     s.ScanID,
+		Started:    s.Started.UTC(),
+		Finished:   s.Finished.UTC(),
+		Networks:   prefixes(s.Networks),
+		ProbesSent: s.ProbesSent,
+		Complete:   s.Complete,
+		Errors:     s.Errors,
+		Hosts:      make([]events.SweepHost, 0, len(s.Hosts)),
+	}
+	hosts := slices.Clone(s.Hosts)
+	sort.Slice(hosts, func(a, b int) bool { return hosts[a].IP.Less(hosts[b].IP) })
+	for _, h := range hosts {
+		if h == nil || !h.IP.IsValid() {
+			continue
+		}
+		sh := events.SweepHost{
+			IP:        h.IP.String(),
+			MAC:       strings.ToLower(h.MAC.String()),
+			RTTMicros: h.RTT.Microseconds(),
+			Via:       h.Via,
+		}
+		if h.Network.IsValid() {
+			sh.Network = h.Network.String()
+		}
+		if len(h.Names) > 0 {
+			sh.Names = make(map[string]string, len(h.Names))
+			for k, v := range h.Names {
+				sh.Names[k] = v
+			}
+		}
+		for _, sv := range h.Services {
+			sh.Services = append(sh.Services, events.Service{Instance: sv.Instance, Type: sv.Type, Port: sv.Port})
+		}
+		if h.UPnP != nil {
+			sh.UPnP = &events.UPnP{FriendlyName: h.UPnP.FriendlyName, Manufacturer: h.UPnP.Manufacturer, ModelName: h.UPnP.ModelName}
+		}
+		p.Hosts = append(p.Hosts, sh)
+	}
+	e, err := events.New(events.KindSweepCompleted, p, s.Finished)
+	if err != nil {
+		return events.Envelope{}, fmt.Errorf("ingest: sweep %s: %w", s.ScanID, err)
+	}
+	e.Source, e.Actor, e.Stream = source, source, "scan/"+s.ScanID
+	return e, nil
+}
+
+// PortScanEvent converts a port scan into its event.
+func PortScanEvent(s *sources.PortScan, source string) (events.Envelope, error) {
+	p := events.PortScanCompleted{
+		ScanID:     s.ScanID,
+		Started:    s.Started.UTC(),
+		Finished:   s.Finished.UTC(),
+		Ports:      s.Ports,
+		Targets:    s.Targets,
+		ProbesSent: s.ProbesSent,
+		Complete:   s.Complete,
+		Errors:     s.Errors,
+		Results:    make([]events.PortResult, 0, len(s.Open)),
+	}
+	addrs := make([]netip.Addr, 0, len(s.Open))
+	for a := range s.Open {
+		addrs = append(addrs, a)
+	}
+	slices.SortFunc(addrs, func(a, b netip.Addr) int { return a.Compare(b) })
+	for _, a := range addrs {
+		open := slices.Clone(s.Open[a])
+		slices.Sort(open)
+		if open == nil {
+			open = []uint16{}
+		}
+		p.Results = append(p.Results, events.PortResult{IP: a.String(), Open: open})
+	}
+	e, err := events.New(events.KindPortScanCompleted, p, s.Finished)
+	if err != nil {
+		return events.Envelope{}, fmt.Errorf("ingest: port scan %s: %w", s.ScanID, err)
+	}
+	e.Source, e.Actor, e.Stream = source, source, "scan/"+s.ScanID
+	return e, nil
+}
+
+func prefixes(ps []netip.Prefix) []string {
+	out := make([]string, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, p.String())
+	}
+	return out
+}
