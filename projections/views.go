@@ -56,6 +56,15 @@ type Device struct {
 	Sources    []string            `json:"sources"`
 	AttachedTo *Attachment         `json:"attached_to"`
 	Evidence   map[string]Evidence `json:"evidence"`
+	// UPnP is what the device's SSDP description says, if it answered.
+	UPnP *UPnP `json:"upnp"`
+}
+
+// UPnP is the interesting part of a device's UPnP description.
+type UPnP struct {
+	FriendlyName string `json:"friendly_name"`
+	Manufacturer string `json:"manufacturer"`
+	ModelName    string `json:"model_name"`
 }
 
 // Name is one name of a device from one source.
@@ -64,9 +73,11 @@ type Name struct {
 	LastConfirmed time.Time `json:"last_confirmed"`
 }
 
-// Evidence says which source last set a field and when.
+// Evidence says which source last set or confirmed a field and when;
+// for a user's edit, Actor names the user or token.
 type Evidence struct {
 	Source string    `json:"source"`
+	Actor  string    `json:"actor,omitempty"`
 	Time   time.Time `json:"time"`
 }
 

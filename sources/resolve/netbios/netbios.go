@@ -127,20 +127,18 @@ func (r *Resolver) Lookup(ctx context.Context, ip netip.Addr) (Status, error) {
 	if !ip.Is4() {
 		return Status{}, fmt.Errorf("netbios: lookup %s: not an IPv4 address", ip)
 	}
-	qctx, cancel := context.WithTimeout(ctx, r.timeout)
-	defer cancel()
 
 	conn, err := net.ListenUDP("udp4", &net.UDPAddr{})
 	if err != nil {
 		return Status{}, fmt.Errorf("netbios: lookup %s: open socket: %w", ip, err)
 	}
 	defer conn.Close()
-	dl, _ := qctx.Deadline()
-	if err := conn.SetReadDeadline(dl); err != nil {
+	if err := conn.SetReadDeadline(time.Now().Add(r.timeout)); err != nil {
 		return Status{}, fmt.Errorf("netbios: lookup %s: %w", ip, err)
 	}
-	// A cancelled ctx unblocks the read at once.
-	stop := context.AfterFunc(qctx, func() { _ = conn.SetReadDeadline(time.Unix(1, 0)) })
+	// A cancelled ctx unblocks the read at once; the read then sees
+	// ctx.Err() set.
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
 
 	id := uint16(rand.Uint32())
@@ -156,7 +154,7 @@ func (r *Resolver) Lookup(ctx context.Context, ip netip.Addr) (Status, error) {
 			if ctx.Err() != nil {
 				return Status{}, fmt.Errorf("netbios: lookup %s: %w", ip, ctx.Err())
 			}
-			if qctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
 				if bad != nil {
 					return Status{}, fmt.Errorf("netbios: lookup %s: %w", ip, bad)
 				}

@@ -173,3 +173,16 @@ func TestParseCaptured(t *testing.T) {
 		})
 	}
 }
+
+func BenchmarkParseNodeStatus(b *testing.B) {
+	pkt, err := os.ReadFile(filepath.Join("testdata", "nmbd-4.17.bin"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseNodeStatus(pkt); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

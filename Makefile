@@ -1,0 +1,58 @@
+# jocasta — build, run and test. See README.md.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/jocasta
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+OUI := projections/oui/data/oui.tsv.gz
+FUZZTIME ?= 10s
+
+.PHONY: build run test test-short bench stress lint fuzz oui lab-up lab-down clean
+
+build: $(OUI)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/jocasta
+
+run: build
+	@test -f jocasta.yaml || ./$(BIN) init --output jocasta.yaml
+	./$(BIN) serve --config jocasta.yaml
+
+# The MAC vendor registry, generated from the npm package oui-data.
+oui: $(OUI)
+$(OUI): projections/oui/gen/package.json projections/oui/gen/gen.mjs
+	cd projections/oui/gen && npm install --no-audit --no-fund --no-package-lock --silent && node gen.mjs ../data/oui.tsv.gz
+
+# Every test, with the race detector. Lab tests need root and the Debian
+# responders (see .ci/run); outside CI they skip with a reason.
+test: $(OUI) lint
+	$(GO) test -race -count=1 -timeout 25m ./...
+
+test-short: $(OUI)
+	$(GO) test -count=1 -short ./...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+bench: $(OUI)
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 60m ./...
+	JOCASTA_CRASH_KILLS=200 $(GO) test -count=1 -run '^TestCrashKill$$' -timeout 30m ./store/
+
+stress:
+	JOCASTA_CRASH_KILLS=1000 $(GO) test -count=1 -run '^TestCrashKill$$' -timeout 60m ./store/
+
+# Short runs of every fuzz target (FUZZTIME each).
+fuzz: $(OUI)
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
+	  for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/func //'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; done
+
+lab-up:
+	sources/lab/lab.sh up
+lab-down:
+	sources/lab/lab.sh down
+
+clean:
+	rm -rf bin

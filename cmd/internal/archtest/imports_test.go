@@ -1,0 +1,155 @@
+package archtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/jocasta/jocasta"
+
+type pkg struct {
+	ImportPath   string
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
+}
+
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json", module+"/...")
+	cmd.Dir = "../../.."
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go list: %v\n%s", err, errb.String())
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(&out)
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) < 5 {
+		t.Fatalf("go list found only %d packages", len(pkgs))
+	}
+	return pkgs
+}
+
+// rel turns an import path of this module into its path inside it.
+func rel(p string) (string, bool) {
+	if p == module {
+		return "", true
+	}
+	if strings.HasPrefix(p, module+"/") {
+		return strings.TrimPrefix(p, module+"/"), true
+	}
+	return "", false
+}
+
+func under(p, root string) bool { return p == root || strings.HasPrefix(p, root+"/") }
+
+// rule says what one package (by its path in the module) may import from
+// the module. allowed returns "" when fine, else why not.
+func check(from, to string) string {
+	switch {
+	case under(to, "cmd"):
+		if !under(from, "cmd") {
+			return "nothing outside cmd imports cmd"
+		}
+	}
+	switch {
+	case from == "events":
+		return "events imports only the standard library"
+	case from == "events/bus":
+		if to != "events" {
+			return "events/bus imports only events"
+		}
+	case under(from, "events/ingest"), under(from, "events/command"):
+		if to != "events" && to != "sources" && !under(to, "store") && to != "projections" {
+			return "ingest/command import events, store and the sources types only"
+		}
+	case under(from, "store"):
+		if to != "events" && !under(to, "store") {
+			return "store imports only events"
+		}
+	case from == "sources":
+		return "sources imports only the standard library"
+	case under(from, "sources"):
+		kind := strings.Join(strings.SplitN(from, "/", 3)[:2], "/")
+		if to != "sources" && !under(to, kind) && !under(to, "sources/lab") {
+			return "a source imports only package sources and its own kind's packages (and the lab in tests)"
+		}
+	case under(from, "projections"):
+		if to != "events" && !under(to, "store") && !under(to, "projections") {
+			return "projections import events, store and projections only"
+		}
+	case under(from, "httpapi"):
+		if to != "events" && !under(to, "projections") && !under(to, "httpapi") {
+			return "httpapi imports events and projections (types) only"
+		}
+		if under(to, "projections/runner") {
+			return "httpapi uses projections for types, not the runner"
+		}
+	case under(from, "ui"):
+		if to != "events" && !under(to, "projections") && !under(to, "ui") {
+			return "ui imports events and projections (types) only"
+		}
+	}
+	return ""
+}
+
+func TestImportRules(t *testing.T) {
+	for _, p := range listPackages(t) {
+		from, ok := rel(p.ImportPath)
+		if !ok {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if strings.HasPrefix(imp, "github.com/ThreeDotsLabs/watermill") && from != "events/bus" {
+				t.Errorf("%s imports %s: only events/bus may import watermill", from, imp)
+			}
+			to, ok := rel(imp)
+			if !ok {
+				continue
+			}
+			if why := check(from, to); why != "" {
+				t.Errorf("%s imports %s: %s", from, to, why)
+			}
+		}
+		for _, imp := range append(p.TestImports, p.XTestImports...) {
+			if strings.HasPrefix(imp, "github.com/ThreeDotsLabs/watermill") && from != "events/bus" {
+				t.Errorf("%s (tests) imports %s: only events/bus may import watermill", from, imp)
+			}
+		}
+	}
+}
+
+func TestRulesCatchViolations(t *testing.T) {
+	tests := []struct{ from, to string }{
+		{"events", "store"},
+		{"store", "projections"},
+		{"sources", "events"},
+		{"sources/icmpsweep", "store"},
+		{"projections/inventory", "sources"},
+		{"httpapi", "store"},
+		{"httpapi", "projections/runner"},
+		{"ui", "httpapi"},
+		{"projections", "cmd/internal/config"},
+	}
+	for _, tc := range tests {
+		if check(tc.from, tc.to) == "" {
+			t.Errorf("%s → %s allowed, want refused", tc.from, tc.to)
+		}
+	}
+	for _, ok := range [][2]string{{"projections/inventory", "store"}, {"httpapi", "projections"}, {"events/bus", "events"}, {"cmd/jocasta", "store"}, {"sources/resolve/mdns", "sources"}} {
+		if why := check(ok[0], ok[1]); why != "" {
+			t.Errorf("%s → %s refused: %s", ok[0], ok[1], why)
+		}
+	}
+}

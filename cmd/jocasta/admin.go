@@ -1,0 +1,322 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/jocasta/jocasta/events"
+	"github.com/jocasta/jocasta/projections"
+	"github.com/jocasta/jocasta/projections/access"
+	"github.com/jocasta/jocasta/projections/inventory"
+	"github.com/jocasta/jocasta/projections/runner"
+	"github.com/jocasta/jocasta/store"
+)
+
+// admin is every administrative operation. One implementation works on an
+// open database (core); the other forwards to a running serve through the
+// control socket, where the same core carries it out.
+type admin interface {
+	TokenCreate(ctx context.Context, req tokenCreateReq) (tokenCreateResp, error)
+	TokenList(ctx context.Context) ([]projections.Token, error)
+	TokenRevoke(ctx context.Context, req idReq) error
+	UserAdd(ctx context.Context, req userReq) error
+	UserPasswd(ctx context.Context, req userReq) error
+	UserList(ctx context.Context) ([]userInfo, error)
+	UserRemove(ctx context.Context, req userReq) error
+	LogVerify(ctx context.Context) (store.VerifyReport, error)
+	LogExport(ctx context.Context, req exportReq, w io.Writer) error
+	LogTail(ctx context.Context, req tailReq, w io.Writer) error
+	Replay(ctx context.Context, req replayReq) (replayResp, error)
+}
+
+type tokenCreateReq struct {
+	Name    string `json:"name"`
+	Mode    string `json:"mode"`
+	Expires string `json:"expires"`
+	Actor   string `json:"actor"`
+}
+
+type tokenCreateResp struct {
+	Token  projections.Token `json:"token"`
+	Secret string            `json:"secret"`
+}
+
+type idReq struct {
+	ID    string `json:"id"`
+	Actor string `json:"actor"`
+}
+
+type userReq struct {
+	Name     string `json:"name"`
+	Password string `json:"password,omitempty"`
+	Actor    string `json:"actor"`
+}
+
+type userInfo struct {
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+type exportReq struct {
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until"`
+}
+
+type tailReq struct {
+	From uint64 `json:"from"`
+}
+
+type replayReq struct {
+	Until  time.Time `json:"until"`
+	Output string    `json:"output"`
+}
+
+type replayResp struct {
+	Output string `json:"output"`
+	Events uint64 `json:"events"`
+}
+
+// userError marks an error caused by the request (bad name, unknown id);
+// the control socket answers it with 400 and the CLI exits 1 either way.
+type userError struct{ msg string }
+
+func (e userError) Error() string { return e.msg }
+
+func userErrorf(format string, args ...any) error { return userError{fmt.Sprintf(format, args...)} }
+
+// core is an open database with the projections the admin commands need.
+type core struct {
+	st  *store.Store
+	run *runner.Runner
+	// sync returns once the projections have applied seq: in serve the
+	// running runner's WaitFor, for a command alone a CatchUp.
+	sync   func(ctx context.Context, seq uint64) error
+	access *access.Projection
+	inv    *inventory.Inventory
+	// projs are every projection, for replay.
+	projs func() []runner.Projection
+	now   func() time.Time
+}
+
+func (c *core) appendAndWait(ctx context.Context, evs ...events.Envelope) ([]events.Envelope, error) {
+	out, err := c.st.Append(ctx, evs...)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.sync(ctx, out[len(out)-1].Seq); err != nil {
+		return nil, fmt.Errorf("wait for projections: %w", err)
+	}
+	return out, nil
+}
+
+func (c *core) TokenCreate(ctx context.Context, req tokenCreateReq) (tokenCreateResp, error) {
+	name := strings.TrimSpace(req.Name)
+	if name == "" || len(name) > 64 {
+		return tokenCreateResp{}, userErrorf("token name must be 1 to 64 characters")
+	}
+	if req.Mode != events.ModeRead && req.Mode != events.ModeReadWrite {
+		return tokenCreateResp{}, userErrorf("token mode %q: want read or read_write", req.Mode)
+	}
+	now := c.now().UTC()
+	exp, err := access.ParseExpiry(req.Expires, now)
+	if err != nil {
+		return tokenCreateResp{}, userErrorf("token expiry %q: want never, 30d, 90d or 1y", req.Expires)
+	}
+	if err := c.sync(ctx, c.st.Head()); err != nil {
+		return tokenCreateResp{}, err
+	}
+	if c.access.TokenNameTaken(name) {
+		return tokenCreateResp{}, userErrorf("a token named %q already exists; revoke it or choose another name", name)
+	}
+	secret, sum := access.NewTokenSecret()
+	id := access.TokenID()
+	e, err := events.New(events.KindTokenCreated, events.TokenCreated{TokenID: id, Name: name, Mode: req.Mode, ExpiresAt: exp, SecretSHA256: sum}, now)
+	if err != nil {
+		return tokenCreateResp{}, err
+	}
+	e.Source, e.Actor, e.Stream = "cli", req.Actor, "token/"+id
+	if _, err := c.appendAndWait(ctx, e); err != nil {
+		return tokenCreateResp{}, err
+	}
+	tok, err := c.access.Token(id)
+	if err != nil {
+		return tokenCreateResp{}, fmt.Errorf("token %s missing after create: %w", id, err)
+	}
+	return tokenCreateResp{Token: tok, Secret: secret}, nil
+}
+
+func (c *core) TokenList(ctx context.Context) ([]projections.Token, error) {
+	if err := c.sync(ctx, c.st.Head()); err != nil {
+		return nil, err
+	}
+	return c.access.Tokens(c.now()), nil
+}
+
+func (c *core) TokenRevoke(ctx context.Context, req idReq) error {
+	if err := c.sync(ctx, c.st.Head()); err != nil {
+		return err
+	}
+	if _, err := c.access.Token(req.ID); err != nil {
+		return userErrorf("no token with id %q (see jocasta token list)", req.ID)
+	}
+	e, err := events.New(events.KindTokenRevoked, events.TokenRevoked{TokenID: req.ID}, c.now())
+	if err != nil {
+		return err
+	}
+	e.Source, e.Actor, e.Stream = "cli", req.Actor, "token/"+req.ID
+	_, err = c.appendAndWait(ctx, e)
+	return err
+}
+
+func (c *core) userEvent(ctx context.Context, kind string, payload any, name, actor string) error {
+	e, err := events.New(kind, payload, c.now())
+	if err != nil {
+		return err
+	}
+	e.Source, e.Actor, e.Stream = "cli", actor, "user/"+name
+	_, err = c.appendAndWait(ctx, e)
+	return err
+}
+
+func (c *core) UserAdd(ctx context.Context, req userReq) error {
+	if err := access.ValidateUserName(req.Name); err != nil {
+		return userError{err.Error()}
+	}
+	if err := access.ValidatePassword(req.Password); err != nil {
+		return userError{err.Error()}
+	}
+	if err := c.sync(ctx, c.st.Head()); err != nil {
+		return err
+	}
+	if _, err := c.access.User(req.Name); err == nil {
+		return userErrorf("user %q already exists; use jocasta user passwd to change the password", req.Name)
+	}
+	hash, err := access.HashPassword(req.Password)
+	if err != nil {
+		return err
+	}
+	return c.userEvent(ctx, events.KindUserAdded, events.UserAdded{Name: req.Name, PasswordHash: hash}, req.Name, req.Actor)
+}
+
+func (c *core) UserPasswd(ctx context.Context, req userReq) error {
+	if err := access.ValidatePassword(req.Password); err != nil {
+		return userError{err.Error()}
+	}
+	if err := c.sync(ctx, c.st.Head()); err != nil {
+		return err
+	}
+	if _, err := c.access.User(req.Name); err != nil {
+		return userErrorf("no user %q (see jocasta user list)", req.Name)
+	}
+	hash, err := access.HashPassword(req.Password)
+	if err != nil {
+		return err
+	}
+	return c.userEvent(ctx, events.KindUserPasswordChanged, events.UserPasswordChanged{Name: req.Name, PasswordHash: hash}, req.Name, req.Actor)
+}
+
+func (c *core) UserList(ctx context.Context) ([]userInfo, error) {
+	if err := c.sync(ctx, c.st.Head()); err != nil {
+		return nil, err
+	}
+	var out []userInfo
+	for _, u := range c.access.Users() {
+		out = append(out, userInfo{Name: u.Name, CreatedAt: u.CreatedAt})
+	}
+	return out, nil
+}
+
+func (c *core) UserRemove(ctx context.Context, req userReq) error {
+	if err := c.sync(ctx, c.st.Head()); err != nil {
+		return err
+	}
+	if _, err := c.access.User(req.Name); err != nil {
+		return userErrorf("no user %q (see jocasta user list)", req.Name)
+	}
+	return c.userEvent(ctx, events.KindUserRemoved, events.UserRemoved{Name: req.Name}, req.Name, req.Actor)
+}
+
+func (c *core) LogVerify(ctx context.Context) (store.VerifyReport, error) {
+	return c.st.Verify(ctx, nil)
+}
+
+func (c *core) LogExport(ctx context.Context, req exportReq, w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	err := c.st.Scan(ctx, c.st.First(), func(e events.Envelope) error {
+		if !req.Since.IsZero() && e.Time.Before(req.Since) {
+			return nil
+		}
+		if !req.Until.IsZero() && e.Time.After(req.Until) {
+			return nil
+		}
+		return enc.Encode(e)
+	})
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// LogTail writes events from req.From (or the head) as they are appended,
+// until ctx is done.
+func (c *core) LogTail(ctx context.Context, req tailReq, w io.Writer) error {
+	next := req.From
+	if next == 0 {
+		next = c.st.Head() + 1
+	}
+	enc := json.NewEncoder(w)
+	flusher, _ := w.(interface{ Flush() })
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		evs, err := c.st.Read(next, 1000)
+		if err != nil {
+			return err
+		}
+		for _, e := range evs {
+			if err := enc.Encode(e); err != nil {
+				return err
+			}
+			next = e.Seq + 1
+		}
+		if flusher != nil && len(evs) > 0 {
+			flusher.Flush()
+		}
+		if len(evs) == 1000 {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (c *core) Replay(ctx context.Context, req replayReq) (replayResp, error) {
+	if req.Output == "" {
+		return replayResp{}, userErrorf("replay needs --output FILE")
+	}
+	if _, err := os.Stat(req.Output); err == nil {
+		return replayResp{}, userErrorf("%s already exists; replay writes a fresh database", req.Output)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return replayResp{}, err
+	}
+	if err := runner.Replay(ctx, c.st, req.Output, req.Until, c.projs(), runner.Options{}); err != nil {
+		return replayResp{}, err
+	}
+	dst, err := store.Open(req.Output, store.Options{})
+	if err != nil {
+		return replayResp{}, err
+	}
+	defer dst.Close()
+	return replayResp{Output: req.Output, Events: dst.Head()}, nil
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/jocasta/jocasta/cmd/internal/config"
+)
+
+// loadConfig finds and loads the configuration as every command does.
+func loadConfig(e *env, flagPath string) (*config.Config, string, error) {
+	path, err := config.Find(flagPath, e.environ)
+	if err != nil {
+		return nil, "", err
+	}
+	cfg, err := config.Load(path, e.environ)
+	if err != nil {
+		return nil, path, err
+	}
+	return cfg, path, nil
+}
+
+func cmdConfigCheck(e *env, args []string) error {
+	var cfgPath string
+	fs := newFlags("config check", &cfgPath)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs("config check", pos, 0, ""); err != nil {
+		return err
+	}
+	cfg, path, err := loadConfig(e, cfgPath)
+	if err != nil {
+		return err
+	}
+	where := path
+	if where == "" {
+		where = "no configuration file (defaults and SVC_ variables)"
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(e.stderr, "warning: %s\n", w)
+	}
+	fmt.Fprintf(e.stdout, "ok: %s\n", where)
+	return nil
+}
+
+func cmdConfigShow(e *env, args []string) error {
+	var cfgPath string
+	fs := newFlags("config show", &cfgPath)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs("config show", pos, 0, ""); err != nil {
+		return err
+	}
+	cfg, _, err := loadConfig(e, cfgPath)
+	if err != nil {
+		return err
+	}
+	b, err := cfg.Redacted().YAML()
+	if err != nil {
+		return err
+	}
+	_, err = e.stdout.Write(b)
+	return err
+}
+
+func cmdInit(e *env, args []string) error {
+	var cfgPath, output string
+	var force bool
+	fl := newFlags("init", &cfgPath)
+	fl.StringVar(&output, "output", "jocasta.yaml", "file to write")
+	fl.BoolVar(&force, "force", false, "overwrite an existing file")
+	pos, err := parse(fl, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs("init", pos, 0, ""); err != nil {
+		return err
+	}
+	prefixes, err := config.LocalIPv4Prefixes()
+	if err != nil {
+		return fmt.Errorf("init: list this host's networks: %w", err)
+	}
+	host, _ := os.Hostname()
+	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	if force {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	}
+	f, err := os.OpenFile(output, flags, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("init: %s already exists; remove it or pass --force to overwrite it", output)
+	}
+	if err != nil {
+		return fmt.Errorf("init: %w", err)
+	}
+	if _, err := f.Write(config.Starter(prefixes, host)); err != nil {
+		f.Close()
+		return fmt.Errorf("init: write %s: %w", output, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("init: write %s: %w", output, err)
+	}
+	fmt.Fprintf(e.stdout, "wrote %s (networks: %v)\n", output, prefixes)
+	return nil
+}

@@ -1,0 +1,281 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/jocasta/jocasta/projections"
+	"github.com/jocasta/jocasta/store"
+	"github.com/rs/zerolog"
+)
+
+// The control socket: while serve runs, admin commands reach it over HTTP
+// on the Unix socket <db.path>/jocasta.sock (mode 0600, owner only), and
+// serve carries them out on its open database.
+
+// controlServer serves admin operations on the control socket.
+type controlServer struct {
+	path string
+	srv  *http.Server
+	ln   net.Listener
+}
+
+// listenControl creates the socket with mode 0600. A stale socket left by a
+// killed serve is removed; the database lock already guarantees no other
+// serve holds this database.
+func listenControl(path string, a admin, log zerolog.Logger) (*controlServer, error) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("control socket: remove stale %s: %w", path, err)
+	}
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("control socket: listen %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("control socket: chmod %s: %w", path, err)
+	}
+	mux := http.NewServeMux()
+	handle := func(op string, f func(ctx context.Context, body []byte, w http.ResponseWriter) error) {
+		mux.HandleFunc("POST /v1/"+op, func(w http.ResponseWriter, r *http.Request) {
+			body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+			if err == nil {
+				err = f(r.Context(), body, w)
+			}
+			if err != nil {
+				var ue userError
+				status := http.StatusInternalServerError
+				if errors.As(err, &ue) {
+					status = http.StatusBadRequest
+				} else {
+					log.Error().Err(err).Str("op", op).Msg("control: admin operation failed")
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(status)
+				json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+			}
+		})
+	}
+	handle("token/create", unary(a.TokenCreate))
+	handle("token/list", nullary(a.TokenList))
+	handle("token/revoke", unaryNoResult(a.TokenRevoke))
+	handle("user/add", unaryNoResult(a.UserAdd))
+	handle("user/passwd", unaryNoResult(a.UserPasswd))
+	handle("user/list", nullary(a.UserList))
+	handle("user/remove", unaryNoResult(a.UserRemove))
+	handle("log/verify", nullary(a.LogVerify))
+	handle("replay", unary(a.Replay))
+	handle("log/export", streaming(a.LogExport))
+	handle("log/tail", streaming(a.LogTail))
+	cs := &controlServer{path: path, ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
+	return cs, nil
+}
+
+func unary[Req, Resp any](f func(context.Context, Req) (Resp, error)) func(context.Context, []byte, http.ResponseWriter) error {
+	return func(ctx context.Context, body []byte, w http.ResponseWriter) error {
+		var req Req
+		if err := json.Unmarshal(body, &req); err != nil {
+			return userErrorf("control: bad request: %v", err)
+		}
+		resp, err := f(ctx, req)
+		if err != nil {
+			return err
+		}
+		w.Header().Set("Content-Type", "application/json")
+		return json.NewEncoder(w).Encode(resp)
+	}
+}
+
+func unaryNoResult[Req any](f func(context.Context, Req) error) func(context.Context, []byte, http.ResponseWriter) error {
+	return unary(func(ctx context.Context, r Req) (struct{}, error) { return struct{}{}, f(ctx, r) })
+}
+
+func nullary[Resp any](f func(context.Context) (Resp, error)) func(context.Context, []byte, http.ResponseWriter) error {
+	return unary(func(ctx context.Context, _ struct{}) (Resp, error) { return f(ctx) })
+}
+
+// flushWriter flushes after every write so tail streams line by line.
+type flushWriter struct {
+	w http.ResponseWriter
+}
+
+func (f flushWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if fl, ok := f.w.(http.Flusher); ok {
+		fl.Flush()
+	}
+	return n, err
+}
+
+func streaming[Req any](f func(context.Context, Req, io.Writer) error) func(context.Context, []byte, http.ResponseWriter) error {
+	return func(ctx context.Context, body []byte, w http.ResponseWriter) error {
+		var req Req
+		if err := json.Unmarshal(body, &req); err != nil {
+			return userErrorf("control: bad request: %v", err)
+		}
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		// Errors after the first byte cannot change the status: report them
+		// as a last line the client recognises.
+		if err := f(ctx, req, flushWriter{w}); err != nil {
+			json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+		}
+		return nil
+	}
+}
+
+// Serve answers requests until Shutdown.
+func (c *controlServer) Serve() error {
+	if err := c.srv.Serve(c.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("control socket: %w", err)
+	}
+	return nil
+}
+
+// Shutdown stops the server, waits for requests in flight (streams are
+// cut by ctx), and removes the socket.
+func (c *controlServer) Shutdown(ctx context.Context) error {
+	err := c.srv.Shutdown(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = c.srv.Close()
+	}
+	os.Remove(c.path)
+	return err
+}
+
+// socketAdmin forwards admin operations to a running serve.
+type socketAdmin struct {
+	client *http.Client
+}
+
+// dialControl connects to a running serve's control socket; ok is false
+// when no serve answers there.
+func dialControl(path string) (*socketAdmin, bool) {
+	conn, err := net.DialTimeout("unix", path, time.Second)
+	if err != nil {
+		return nil, false
+	}
+	conn.Close()
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", path)
+	}}
+	return &socketAdmin{client: &http.Client{Transport: tr}}, true
+}
+
+func (s *socketAdmin) post(ctx context.Context, op string, req any) (*http.Response, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://jocasta/v1/"+op, bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.client.Do(hr)
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		var e struct {
+			Error string `json:"error"`
+		}
+		if json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&e) != nil || e.Error == "" {
+			e.Error = "serve answered " + resp.Status
+		}
+		return nil, errors.New(e.Error)
+	}
+	return resp, nil
+}
+
+func call[Resp any](ctx context.Context, s *socketAdmin, op string, req any) (Resp, error) {
+	var out Resp
+	resp, err := s.post(ctx, op, req)
+	if err != nil {
+		return out, err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return out, fmt.Errorf("control socket: decode answer to %s: %w", op, err)
+	}
+	return out, nil
+}
+
+func (s *socketAdmin) TokenCreate(ctx context.Context, r tokenCreateReq) (tokenCreateResp, error) {
+	return call[tokenCreateResp](ctx, s, "token/create", r)
+}
+func (s *socketAdmin) TokenList(ctx context.Context) ([]projections.Token, error) {
+	return call[[]projections.Token](ctx, s, "token/list", struct{}{})
+}
+func (s *socketAdmin) TokenRevoke(ctx context.Context, r idReq) error {
+	_, err := call[struct{}](ctx, s, "token/revoke", r)
+	return err
+}
+func (s *socketAdmin) UserAdd(ctx context.Context, r userReq) error {
+	_, err := call[struct{}](ctx, s, "user/add", r)
+	return err
+}
+func (s *socketAdmin) UserPasswd(ctx context.Context, r userReq) error {
+	_, err := call[struct{}](ctx, s, "user/passwd", r)
+	return err
+}
+func (s *socketAdmin) UserList(ctx context.Context) ([]userInfo, error) {
+	return call[[]userInfo](ctx, s, "user/list", struct{}{})
+}
+func (s *socketAdmin) UserRemove(ctx context.Context, r userReq) error {
+	_, err := call[struct{}](ctx, s, "user/remove", r)
+	return err
+}
+func (s *socketAdmin) LogVerify(ctx context.Context) (store.VerifyReport, error) {
+	return call[store.VerifyReport](ctx, s, "log/verify", struct{}{})
+}
+func (s *socketAdmin) Replay(ctx context.Context, r replayReq) (replayResp, error) {
+	return call[replayResp](ctx, s, "replay", r)
+}
+
+func (s *socketAdmin) stream(ctx context.Context, op string, req any, w io.Writer) error {
+	resp, err := s.post(ctx, op, req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	enc := json.NewEncoder(w)
+	for {
+		var line json.RawMessage
+		if err := dec.Decode(&line); err != nil {
+			if errors.Is(err, io.EOF) || ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("control socket: %s: %w", op, err)
+		}
+		var e struct {
+			Error string `json:"error"`
+			Seq   uint64 `json:"seq"`
+		}
+		if json.Unmarshal(line, &e) == nil && e.Error != "" && e.Seq == 0 {
+			return errors.New(e.Error)
+		}
+		if err := enc.Encode(line); err != nil {
+			return err
+		}
+	}
+}
+
+func (s *socketAdmin) LogExport(ctx context.Context, r exportReq, w io.Writer) error {
+	return s.stream(ctx, "log/export", r, w)
+}
+func (s *socketAdmin) LogTail(ctx context.Context, r tailReq, w io.Writer) error {
+	return s.stream(ctx, "log/tail", r, w)
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/jocasta/jocasta/cmd/internal/config"
+	"github.com/jocasta/jocasta/events"
+	"github.com/jocasta/jocasta/projections"
+	"github.com/jocasta/jocasta/projections/access"
+	"github.com/jocasta/jocasta/projections/inventory"
+	"github.com/jocasta/jocasta/projections/oui"
+	"github.com/jocasta/jocasta/projections/runner"
+	"github.com/jocasta/jocasta/store"
+	"github.com/rs/zerolog"
+)
+
+// lockTimeout bounds how long opening a database held by another process
+// waits before saying so.
+const lockTimeout = 2 * time.Second
+
+// projectionSet builds every projection from the configuration.
+type projectionSet struct {
+	inv    *inventory.Inventory
+	access *access.Projection
+}
+
+func newProjections(cfg *config.Config, vendors *oui.Registry, now func() time.Time) (*projectionSet, error) {
+	inv, err := inventory.New(inventory.Options{
+		OnlineWindow: time.Duration(cfg.Inventory.OnlineWindow),
+		AddressGrace: time.Duration(cfg.Inventory.AddressGrace),
+		Vendor:       vendors.Lookup,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &projectionSet{inv: inv, access: access.New(now)}, nil
+}
+
+func (p *projectionSet) list() []runner.Projection {
+	return []runner.Projection{p.inv, p.access}
+}
+
+// loadVendors loads the MAC vendor registry, logging when the build has
+// no data (vendors are then empty, everything else works).
+func loadVendors(log zerolog.Logger) *oui.Registry {
+	reg, err := oui.Load()
+	if err != nil {
+		log.Warn().Err(err).Msg("MAC vendor registry unavailable; devices will show no vendor (build with make to generate it)")
+	}
+	return reg
+}
+
+// openCore opens the database and catches the projections up with the
+// log, for admin commands run while serve does not.
+func openCore(ctx context.Context, cfg *config.Config, log zerolog.Logger) (*core, error) {
+	st, err := openStore(cfg)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now
+	set, err := newProjections(cfg, loadVendors(log), now)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	run, err := runner.New(st, set.list(), runner.Options{Logf: logf(log)})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	if err := run.CatchUp(ctx); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("catch up projections: %w", err)
+	}
+	c := &core{st: st, run: run, access: set.access, inv: set.inv, now: now,
+		sync: func(ctx context.Context, _ uint64) error { return run.CatchUp(ctx) }}
+	c.projs = func() []runner.Projection {
+		fresh, _ := newProjections(cfg, loadVendors(zerolog.Nop()), now)
+		return fresh.list()
+	}
+	return c, nil
+}
+
+func openStore(cfg *config.Config) (*store.Store, error) {
+	path := cfg.DBFile()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("create db.path %s: %w", filepath.Dir(path), err)
+	}
+	st, err := store.Open(path, store.Options{LockTimeout: lockTimeout})
+	if errors.Is(err, store.ErrLocked) {
+		return nil, fmt.Errorf("%s is in use by another process; if jocasta serve runs, its control socket %s did not answer", path, cfg.SocketPath())
+	}
+	return st, err
+}
+
+// Close closes the database.
+func (c *core) Close() error { return c.st.Close() }
+
+func logf(log zerolog.Logger) func(string, ...any) {
+	return func(format string, args ...any) { log.Info().Msgf(format, args...) }
+}
+
+// EditDevice implements httpapi.Commander: it appends device.edited with
+// the actor and returns the device once the projections applied it.
+func (c *core) EditDevice(ctx context.Context, actor, id string, edit events.DeviceEdited) (projections.Device, error) {
+	if _, err := c.inv.Device(ctx, id); err != nil {
+		return projections.Device{}, err
+	}
+	e, err := events.New(events.KindDeviceEdited, edit, c.now())
+	if err != nil {
+		return projections.Device{}, err
+	}
+	e.Source, e.Actor, e.Device, e.Stream = "api", actor, id, "device/"+id
+	if _, err := c.appendAndWait(ctx, e); err != nil {
+		return projections.Device{}, err
+	}
+	return c.inv.Device(ctx, id)
+}
+
+// SetWatch implements httpapi.Commander.
+func (c *core) SetWatch(ctx context.Context, actor, id string, watched bool) (projections.WatchState, error) {
+	if _, err := c.inv.Device(ctx, id); err != nil {
+		return projections.WatchState{}, err
+	}
+	e, err := events.New(events.KindDeviceWatchSet, events.DeviceWatchSet{Watched: watched}, c.now())
+	if err != nil {
+		return projections.WatchState{}, err
+	}
+	e.Source, e.Actor, e.Device, e.Stream = "api", actor, id, "device/"+id
+	if _, err := c.appendAndWait(ctx, e); err != nil {
+		return projections.WatchState{}, err
+	}
+	return c.inv.WatchState(id)
+}

@@ -1,0 +1,260 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/jocasta/jocasta/cmd/internal/config"
+	"github.com/jocasta/jocasta/events/bus"
+	"github.com/jocasta/jocasta/events/ingest"
+	"github.com/jocasta/jocasta/httpapi"
+	"github.com/jocasta/jocasta/projections/inventory"
+	"github.com/jocasta/jocasta/projections/runner"
+	"github.com/jocasta/jocasta/sources"
+	"github.com/jocasta/jocasta/sources/devicesweep"
+	"github.com/jocasta/jocasta/sources/resolve/dnssd"
+	"github.com/jocasta/jocasta/sources/resolve/mdns"
+	"github.com/jocasta/jocasta/sources/resolve/netbios"
+	"github.com/jocasta/jocasta/sources/resolve/rdns"
+	"github.com/jocasta/jocasta/sources/resolve/ssdp"
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+)
+
+// stopBudget is how long a stop may take in all; SIGTERM must exit within
+// 5 seconds.
+const stopBudget = 4 * time.Second
+
+func cmdServe(e *env, args []string) error {
+	var cfgPath string
+	fs := newFlags("serve", &cfgPath)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs("serve", pos, 0, ""); err != nil {
+		return err
+	}
+	cfg, path, err := loadConfig(e, cfgPath)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg.Logger.Level, cfg.Logger.Format, e.stderr)
+	for _, w := range cfg.Warnings {
+		log.Warn().Msg(w)
+	}
+	if path == "" {
+		path = "(none: defaults and SVC_ variables)"
+	}
+	log.Info().Str("version", version).Str("config", path).Str("db", cfg.DBFile()).Msg("jocasta starting")
+	return serve(e.ctx, cfg, log, nil)
+}
+
+// serveHooks lets the in-process tests see the bound address.
+type serveHooks struct {
+	listening func(addr net.Addr)
+}
+
+// serve runs the service until ctx is done, then stops within stopBudget.
+func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *serveHooks) error {
+	st, err := openStore(cfg)
+	if err != nil {
+		return err
+	}
+	now := time.Now
+	vendors := loadVendors(log)
+	set, err := newProjections(cfg, vendors, now)
+	if err != nil {
+		st.Close()
+		return err
+	}
+	doorbell := bus.New(log)
+	st.OnCommit(doorbell.Ring)
+	run, err := runner.New(st, set.list(), runner.Options{Logf: logf(log.With().Str("component", "runner").Logger())})
+	if err != nil {
+		st.Close()
+		return err
+	}
+	c := &core{st: st, run: run, access: set.access, inv: set.inv, now: now, sync: run.WaitFor}
+	c.projs = func() []runner.Projection {
+		fresh, _ := newProjections(cfg, vendors, now)
+		return fresh.list()
+	}
+
+	api, err := httpapi.New(httpapi.Config{
+		TrustedProxies: cfg.Server.TrustedProxies,
+		CORSOrigins:    cfg.Server.CORS.AllowedOrigins,
+		MCPEnabled:     cfg.Server.MCP.Enabled,
+	}, httpapi.Deps{Inventory: set.inv, Commander: c, Auth: set.access, Ready: run, Log: log, Now: now})
+	if err != nil {
+		st.Close()
+		return err
+	}
+	addr := net.JoinHostPort(cfg.Server.Host, strconv.Itoa(cfg.Server.Port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		st.Close()
+		return fmt.Errorf("listen on %s (server.host, server.port): %w", addr, err)
+	}
+	control, err := listenControl(cfg.SocketPath(), c, log)
+	if err != nil {
+		ln.Close()
+		st.Close()
+		return err
+	}
+	httpSrv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+
+	work, stopWork := context.WithCancel(ctx)
+	defer stopWork()
+	g, gctx := errgroup.WithContext(work)
+
+	bell, err := doorbell.Subscribe(gctx, "serve")
+	if err != nil {
+		return err
+	}
+	clock := inventory.NewClock(st, set.inv, now)
+	g.Go(func() error { return run.Run(gctx) })
+	g.Go(func() error {
+		for range bell {
+			run.Notify()
+			clock.Poke()
+		}
+		return nil
+	})
+	g.Go(func() error { return clock.Run(gctx) })
+	purger, err := inventory.NewPurger(st, set.inv, run, inventory.RetentionOptions{
+		History: time.Duration(cfg.Retention.History),
+		Traffic: time.Duration(cfg.Retention.Traffic),
+		DNS:     time.Duration(cfg.Retention.DNS),
+		Devices: time.Duration(cfg.Retention.Devices),
+	}, now)
+	if err != nil {
+		return err
+	}
+	g.Go(func() error { return purger.Run(gctx) })
+	g.Go(func() error { return set.access.RunFlusher(gctx, st.DB(), time.Minute) })
+	if err := startSweeps(gctx, g, cfg, st, log); err != nil {
+		ln.Close()
+		control.Shutdown(context.Background())
+		stopWork()
+		g.Wait()
+		st.Close()
+		return err
+	}
+	g.Go(func() error {
+		if hooks != nil && hooks.listening != nil {
+			hooks.listening(ln.Addr())
+		}
+		log.Info().Str("addr", ln.Addr().String()).Msg("serving the API")
+		if err := httpSrv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("http: %w", err)
+		}
+		return nil
+	})
+	g.Go(control.Serve)
+	// The stopper: when the context ends (signal) or any part fails, shut
+	// everything down within the budget.
+	g.Go(func() error {
+		<-gctx.Done()
+		log.Info().Msg("stopping")
+		sctx, cancel := context.WithTimeout(context.Background(), stopBudget-time.Second)
+		defer cancel()
+		if err := httpSrv.Shutdown(sctx); err != nil {
+			httpSrv.Close()
+		}
+		control.Shutdown(sctx)
+		return nil
+	})
+	err = g.Wait()
+	doorbell.Close()
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		log.Error().Err(err).Msg("stopped with an error")
+		return err
+	}
+	log.Info().Msg("stopped")
+	return nil
+}
+
+// startSweeps starts the interval device sweep when enabled.
+func startSweeps(ctx context.Context, g *errgroup.Group, cfg *config.Config, st ingest.Appender, log zerolog.Logger) error {
+	d := cfg.Scan.Devices
+	if !d.Enabled {
+		log.Info().Msg("interval sweeps are off (scan.devices.enabled: false)")
+		return nil
+	}
+	if len(cfg.Networks) == 0 {
+		log.Warn().Msg("no networks to sweep: list CIDR prefixes under networks (jocasta init finds this host's)")
+		return nil
+	}
+	host, _ := os.Hostname()
+	source := cfg.ScanSource(host)
+	slog := log.With().Str("source", source).Logger()
+	var enrichers []sources.Enricher
+	if d.ResolveNames {
+		enrichers = append(enrichers, rdns.New(rdns.Options{}))
+	}
+	if d.ResolveMDNS {
+		enrichers = append(enrichers, mdns.New(mdns.Options{}))
+	}
+	if d.ResolveNetBIOS {
+		enrichers = append(enrichers, netbios.New(netbios.Options{}))
+	}
+	if d.ResolveDNSSD {
+		enrichers = append(enrichers, dnssd.New(dnssd.Options{}))
+	}
+	if d.ResolveSSDP {
+		enrichers = append(enrichers, ssdp.New(ssdp.Options{}))
+	}
+	sw, err := devicesweep.New(devicesweep.Config{
+		Networks:    cfg.Networks,
+		Rate:        d.Rate,
+		Rounds:      d.Rounds,
+		Wait:        time.Duration(d.Wait),
+		ResolveMACs: d.ResolveMACs,
+		Enrichers:   enrichers,
+		Logf:        func(f string, a ...any) { slog.Warn().Msgf(f, a...) },
+	})
+	if err != nil {
+		return err
+	}
+	if err := sw.Check(); err != nil {
+		return err
+	}
+	in := ingest.New(st, source)
+	sched := &devicesweep.Scheduler{Name: "sweep", Logf: func(f string, a ...any) { slog.Info().Msgf(f, a...) }}
+	interval := time.Duration(d.Interval)
+	g.Go(func() error {
+		return sched.RunEvery(ctx, interval, interval/20, func(ctx context.Context) error {
+			slog.Info().Int("networks", len(cfg.Networks)).Msg("sweep started")
+			res, err := sw.Run(ctx)
+			if res == nil {
+				return err
+			}
+			// The result is recorded even when the sweep was cut short
+			// (as incomplete); a stop lets this append finish.
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			defer cancel()
+			seq, aerr := in.Sweep(actx, res)
+			if aerr != nil {
+				return errors.Join(err, aerr)
+			}
+			slog.Info().Uint64("seq", seq).Int("hosts", len(res.Hosts)).Int("probes", res.ProbesSent).
+				Bool("complete", res.Complete).Dur("took", res.Finished.Sub(res.Started)).Msg("sweep recorded")
+			if err != nil && ctx.Err() == nil {
+				return err
+			}
+			return nil
+		})
+	})
+	return nil
+}

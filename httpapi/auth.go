@@ -1,0 +1,110 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/jocasta/jocasta/events"
+	"github.com/jocasta/jocasta/projections"
+)
+
+// access is what a route needs from a token.
+type access int
+
+const (
+	accessPublic access = iota // no token (livez, readyz, openapi.json)
+	accessRead                 // a read or read_write token
+	accessWrite                // a read_write token
+)
+
+// bearerToken returns the token of an Authorization header. present is
+// false when there is no header; ok is false when the header is not
+// exactly one "Bearer <token68>" (scheme case-insensitive, one space).
+// The check looks only at syntax, never at the token's length or value,
+// so it reveals nothing about valid tokens; the Authenticator compares
+// in constant time.
+func bearerToken(h http.Header) (token string, present, ok bool) {
+	vals := h.Values("Authorization")
+	if len(vals) == 0 {
+		return "", false, false
+	}
+	if len(vals) > 1 {
+		return "", true, false
+	}
+	scheme, tok, found := strings.Cut(vals[0], " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") || !isToken68(tok) {
+		return "", true, false
+	}
+	return tok, true, true
+}
+
+// isToken68 checks the token68 syntax of RFC 9110 section 11.2.
+func isToken68(s string) bool {
+	end := len(s)
+	for end > 0 && s[end-1] == '=' {
+		end--
+	}
+	if end == 0 {
+		return false
+	}
+	for i := 0; i < end; i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/') {
+			return false
+		}
+	}
+	return true
+}
+
+// authenticate guards a route. In order: no Authorization header → 401
+// (token-missing); too many refused tokens from this client → 429; a
+// malformed header or a token the Authenticator refuses → 401
+// (token-invalid) and one failure counted for the client; the token's
+// own rate limit → 429; a read token on a write route → 403.
+func (s *server) authenticate(level access, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		st := stateFrom(r.Context())
+		tok, present, ok := bearerToken(r.Header)
+		if !present {
+			writeProblem(w, r, errTokenMissing())
+			return
+		}
+		key := clientKey(st.client)
+		if allowed, wait := s.failLim.check(key, s.now()); !allowed {
+			writeProblem(w, r, errRateLimited(retryAfter(wait), fmt.Sprintf(
+				"this client address sent more than %d refused tokens: wait Retry-After seconds, then send a valid token",
+				s.cfg.FailedAuthBurst)))
+			return
+		}
+		if !ok {
+			s.failLim.spend(key, s.now())
+			writeProblem(w, r, errTokenInvalid())
+			return
+		}
+		p, err := s.auth.Authenticate(r.Context(), tok)
+		if errors.Is(err, projections.ErrInvalidToken) {
+			s.failLim.spend(key, s.now())
+			writeProblem(w, r, errTokenInvalid())
+			return
+		}
+		if err != nil {
+			s.ew.writeError(w, r, fmt.Errorf("httpapi: authenticating token: %w", err))
+			return
+		}
+		st.principal, st.authed = p, true
+		if allowed, wait := s.tokenLim.take(p.TokenID, s.now()); !allowed {
+			writeProblem(w, r, errRateLimited(retryAfter(wait), fmt.Sprintf(
+				"this token sent more than %s requests per second (burst %d): wait Retry-After seconds, then send fewer requests",
+				formatRate(float64(s.cfg.TokenRate)), s.cfg.TokenBurst)))
+			return
+		}
+		if level == accessWrite && p.Mode != events.ModeReadWrite {
+			writeProblem(w, r, errReadOnlyToken())
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

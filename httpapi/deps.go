@@ -1,0 +1,77 @@
+package httpapi
+
+import (
+	"context"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/jocasta/jocasta/events"
+	"github.com/jocasta/jocasta/projections"
+)
+
+// Inventory answers the read endpoints. Implementations return
+// projections.ErrNotFound for an unknown device and projections.ErrBadCursor
+// for a cursor they did not issue. Every method must be safe for concurrent
+// use and must honour ctx.
+type Inventory interface {
+	ListDevices(ctx context.Context, f projections.DeviceFilter) (projections.Page[projections.Device], error)
+	Device(ctx context.Context, id string) (projections.Device, error)
+	Groups(ctx context.Context) ([]projections.Group, error)
+	Stats(ctx context.Context) (projections.Stats, error)
+	ListEvents(ctx context.Context, f projections.EventFilter) (projections.Page[projections.ChangeEntry], error)
+	ListScans(ctx context.Context, f projections.ScanFilter) (projections.Page[projections.Scan], error)
+}
+
+// Commander carries out users' edits. Each method appends one event with
+// the given actor (the token's name), returns only after the event is
+// durable and applied to the projections, and returns the new state.
+// Both return projections.ErrNotFound for an unknown device.
+type Commander interface {
+	EditDevice(ctx context.Context, actor, id string, edit events.DeviceEdited) (projections.Device, error)
+	SetWatch(ctx context.Context, actor, id string, watched bool) (projections.WatchState, error)
+}
+
+// Authenticator checks an API token secret (the whole "jct_..." string).
+// It returns projections.ErrInvalidToken (possibly wrapped) for an
+// unknown, expired or revoked token; any other error is a server failure
+// (500). It compares secrets in constant time and records last_used_at in
+// memory, without appending an event.
+type Authenticator interface {
+	Authenticate(ctx context.Context, secret string) (projections.Principal, error)
+}
+
+// Readiness says whether the projections have caught up with the log
+// head that existed at start-up.
+type Readiness interface {
+	Ready() bool
+}
+
+// Deps are the behaviours the API server uses. Inventory, Commander, Auth
+// and Ready are required; Log defaults to a logger that discards
+// everything and Now to time.Now.
+type Deps struct {
+	Inventory Inventory
+	Commander Commander
+	Auth      Authenticator
+	Ready     Readiness
+	Log       zerolog.Logger
+	Now       func() time.Time
+}
+
+func (d *Deps) check() error {
+	switch {
+	case d.Inventory == nil:
+		return errMissingDep("Inventory")
+	case d.Commander == nil:
+		return errMissingDep("Commander")
+	case d.Auth == nil:
+		return errMissingDep("Auth")
+	case d.Ready == nil:
+		return errMissingDep("Ready")
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	return nil
+}

@@ -1,0 +1,184 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/jocasta/jocasta/projections"
+)
+
+var deviceListParams = map[string]bool{
+	"q": false, "group": false, "presence": false, "network": false,
+	"watched": false, "ignored": false, "sort": false, "limit": false, "cursor": false,
+}
+
+// Sort orders of the device list; a leading "-" is descending.
+var deviceSorts = []string{"name", "-name", "ip", "-ip", "first_seen", "-first_seen", "last_seen", "-last_seen"}
+
+// parseDeviceFilter reads the query of GET /api/devices. Default sort:
+// name; default limit: 100. An empty q is no filter.
+func parseDeviceFilter(r *http.Request) (projections.DeviceFilter, error) {
+	q, err := parseQuery(r, deviceListParams)
+	if err != nil {
+		return projections.DeviceFilter{}, err
+	}
+	f := projections.DeviceFilter{
+		Q:        q.text("q", true),
+		Group:    q.text("group", false),
+		Presence: q.oneOf("presence", projections.PresenceOnline, projections.PresenceOffline, projections.PresenceQuiet),
+		Network:  q.prefix("network"),
+		Watched:  q.boolean("watched"),
+		Ignored:  q.boolean("ignored"),
+		Sort:     q.oneOf("sort", deviceSorts...),
+		Limit:    q.limit(),
+		Cursor:   q.cursor(),
+	}
+	if f.Sort == "" {
+		f.Sort = "name"
+	}
+	if err := q.err(); err != nil {
+		return projections.DeviceFilter{}, err
+	}
+	return f, nil
+}
+
+func (s *server) listDevices(w http.ResponseWriter, r *http.Request) error {
+	f, err := parseDeviceFilter(r)
+	if err != nil {
+		return err
+	}
+	page, err := s.inv.ListDevices(r.Context(), f)
+	if err != nil {
+		return fmt.Errorf("httpapi: listing devices: %w", err)
+	}
+	return writeJSON(w, r, http.StatusOK, pageOut(page, deviceOut))
+}
+
+// device looks up the {id} of the request; an unknown id is a 404.
+func (s *server) device(r *http.Request) (projections.Device, error) {
+	id, err := deviceID(r)
+	if err != nil {
+		return projections.Device{}, err
+	}
+	d, err := s.inv.Device(r.Context(), id)
+	if errors.Is(err, projections.ErrNotFound) {
+		return d, errDeviceNotFound(id)
+	}
+	if err != nil {
+		return d, fmt.Errorf("httpapi: reading device %s: %w", id, err)
+	}
+	return d, nil
+}
+
+func (s *server) getDevice(w http.ResponseWriter, r *http.Request) error {
+	if err := noQuery(r); err != nil {
+		return err
+	}
+	d, err := s.device(r)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, r, http.StatusOK, deviceOut(d))
+}
+
+// noQuery refuses every query parameter (for endpoints that take none).
+func noQuery(r *http.Request) error {
+	if r.URL.RawQuery == "" {
+		return nil
+	}
+	q, err := parseQuery(r, nil)
+	if err != nil {
+		return err
+	}
+	return q.err()
+}
+
+// patchDevice applies a user's edit. Checks in order: token (401/403),
+// content type (415), size (413), body (400), device (404). The edit is
+// appended as a device.edited event with the token's name as actor; the
+// answer, the whole device, is sent only once the event is durable.
+func (s *server) patchDevice(w http.ResponseWriter, r *http.Request) error {
+	if err := noQuery(r); err != nil {
+		return err
+	}
+	id, err := deviceID(r)
+	if err != nil {
+		return err
+	}
+	body, err := readJSONBody(w, r)
+	if err != nil {
+		return err
+	}
+	edit, err := decodeDeviceEdit(body)
+	if err != nil {
+		return err
+	}
+	p, _ := PrincipalFromContext(r.Context())
+	d, err := s.cmd.EditDevice(r.Context(), p.Name, id, edit)
+	if errors.Is(err, projections.ErrNotFound) {
+		return errDeviceNotFound(id)
+	}
+	if err != nil {
+		return fmt.Errorf("httpapi: editing device %s: %w", id, err)
+	}
+	return writeJSON(w, r, http.StatusOK, deviceOut(d))
+}
+
+// patchWatch starts or stops watching a device, like patchDevice.
+func (s *server) patchWatch(w http.ResponseWriter, r *http.Request) error {
+	if err := noQuery(r); err != nil {
+		return err
+	}
+	id, err := deviceID(r)
+	if err != nil {
+		return err
+	}
+	body, err := readJSONBody(w, r)
+	if err != nil {
+		return err
+	}
+	watched, err := decodeWatch(body)
+	if err != nil {
+		return err
+	}
+	p, _ := PrincipalFromContext(r.Context())
+	ws, err := s.cmd.SetWatch(r.Context(), p.Name, id, watched)
+	if errors.Is(err, projections.ErrNotFound) {
+		return errDeviceNotFound(id)
+	}
+	if err != nil {
+		return fmt.Errorf("httpapi: setting watch of device %s: %w", id, err)
+	}
+	return writeJSON(w, r, http.StatusOK, ws)
+}
+
+var activityParams = map[string]bool{"since": false, "until": false, "q": false}
+
+// deviceActivity answers the traffic and DNS endpoints. Until a plugin
+// records them: parameters are checked (400), then the device (404
+// device-not-found), then the answer is a 404 not-recorded whose detail
+// names the plugin kinds that would record them.
+func (s *server) deviceActivity(r *http.Request, detail string) error {
+	q, err := parseQuery(r, activityParams)
+	if err != nil {
+		return err
+	}
+	q.timeRange()
+	q.text("q", true)
+	if err := q.err(); err != nil {
+		return err
+	}
+	if _, err := s.device(r); err != nil {
+		return err
+	}
+	return errNotRecorded(detail)
+}
+
+func (s *server) deviceTraffic(w http.ResponseWriter, r *http.Request) error {
+	return s.deviceActivity(r, detailNoTraffic)
+}
+
+func (s *server) deviceDNS(w http.ResponseWriter, r *http.Request) error {
+	return s.deviceActivity(r, detailNoDNS)
+}

@@ -1,0 +1,263 @@
+package httpapi
+
+import (
+	"crypto/rand"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"runtime/debug"
+	"strconv"
+	"strings"
+
+	"github.com/rs/zerolog"
+)
+
+// middleware wraps a handler.
+type middleware func(http.Handler) http.Handler
+
+func chain(h http.Handler, mws ...middleware) http.Handler {
+	for i := len(mws) - 1; i >= 0; i-- {
+		h = mws[i](h)
+	}
+	return h
+}
+
+// isAPIPath reports whether path belongs to the JSON API.
+func isAPIPath(path string) bool {
+	return path == "/api" || strings.HasPrefix(path, "/api/")
+}
+
+// requestID stores the request state in the context and sets X-Request-Id:
+// the client's own id when it is 1 to 128 characters of [A-Za-z0-9._:-],
+// otherwise a new random one.
+func requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if !validRequestID(id) {
+			id = rand.Text()
+		}
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r.WithContext(withState(r.Context(), &reqState{id: id})))
+	})
+}
+
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// realClient resolves the client address (see clientAddr) and writes it
+// to r.RemoteAddr for handlers outside this package.
+func (s *server) realClient(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		st := stateFrom(r.Context())
+		st.client = clientAddr(r.RemoteAddr, r.Header, s.cfg.TrustedProxies)
+		if st.client.IsValid() {
+			if peer, err := netip.ParseAddrPort(r.RemoteAddr); err != nil || peer.Addr().Unmap() != st.client {
+				r.RemoteAddr = netip.AddrPortFrom(st.client, 0).String()
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// statusWriter records the status and size of a response for the access
+// log. It passes Flush through (MCP streams) and unwraps for
+// http.ResponseController.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+func (w *statusWriter) Flush() {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// accessLog writes one line per request: request_id, method, path (never
+// the query string, which is where secrets could be), status, bytes,
+// duration_ms, client, and token_id once authenticated. Headers (and so
+// the Authorization header) are never logged. The request's logger,
+// carrying request_id, is put in the context for zerolog.Ctx.
+func (s *server) accessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := s.now()
+		st := stateFrom(r.Context())
+		l := s.log.With().Str("request_id", st.id).Logger()
+		r = r.WithContext(l.WithContext(r.Context()))
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		status := sw.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		var ev *zerolog.Event
+		if status >= 500 && status != statusClientClosed {
+			ev = s.log.Warn()
+		} else {
+			ev = s.log.Info()
+		}
+		path := r.URL.Path
+		if len(path) > 256 {
+			path = path[:256] + "..."
+		}
+		ev = ev.Str("request_id", st.id).Str("method", r.Method).Str("path", path).
+			Int("status", status).Int64("bytes", sw.bytes).
+			Float64("duration_ms", float64(s.now().Sub(start).Microseconds())/1000).
+			Str("client", addrString(st.client))
+		if st.authed {
+			ev = ev.Str("token_id", st.principal.TokenID)
+		}
+		ev.Msg("http request")
+	})
+}
+
+func addrString(a netip.Addr) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
+}
+
+// recoverPanic turns a panic into a 500 problem carrying only the request
+// id; the panic and its stack are logged. http.ErrAbortHandler passes.
+func (s *server) recoverPanic(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.Error().Str("request_id", stateFrom(r.Context()).id).
+				Str("panic", fmt.Sprint(v)).Bytes("stack", debug.Stack()).
+				Msg("httpapi: handler panicked")
+			if sw, ok := w.(*statusWriter); ok && sw.status != 0 {
+				panic(http.ErrAbortHandler) // the answer has begun; cut the connection
+			}
+			writeProblem(w, r, errInternal())
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// apiHeaders marks every /api answer as not cacheable and not sniffable.
+func apiHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isAPIPath(r.URL.Path) {
+			h := w.Header()
+			h.Set("Cache-Control", "no-store")
+			h.Set("X-Content-Type-Options", "nosniff")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// CORS values sent to listed origins.
+const (
+	corsAllowMethods  = "GET, HEAD, PATCH"
+	corsAllowHeaders  = "Authorization, Content-Type, X-Request-Id"
+	corsExposeHeaders = "Allow, Retry-After, WWW-Authenticate, X-Request-Id"
+	corsMaxAge        = "600"
+)
+
+func (s *server) corsAllowed(r *http.Request) (string, bool) {
+	if len(s.origins) == 0 || !isAPIPath(r.URL.Path) {
+		return "", false
+	}
+	origin := r.Header.Get("Origin")
+	_, ok := s.origins[origin]
+	return origin, ok && origin != ""
+}
+
+func isPreflight(r *http.Request) bool {
+	return r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
+}
+
+// corsHeaders adds CORS headers to /api answers for a listed origin (exact
+// match). With an empty list, or for any other origin, it adds none.
+func (s *server) corsHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(s.origins) > 0 && isAPIPath(r.URL.Path) {
+			w.Header().Add("Vary", "Origin")
+		}
+		if origin, ok := s.corsAllowed(r); ok {
+			h := w.Header()
+			h.Set("Access-Control-Allow-Origin", origin)
+			if isPreflight(r) {
+				h.Add("Vary", "Access-Control-Request-Method")
+				h.Add("Vary", "Access-Control-Request-Headers")
+			} else {
+				h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// corsPreflight answers a preflight from a listed origin with 204. Other
+// OPTIONS requests go on to the router, which answers 405 with Allow.
+func (s *server) corsPreflight(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := s.corsAllowed(r); ok && isPreflight(r) {
+			h := w.Header()
+			h.Set("Access-Control-Allow-Methods", corsAllowMethods)
+			h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
+			h.Set("Access-Control-Max-Age", corsMaxAge)
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// clientLimit applies the per-client-address rate limit to every request.
+func (s *server) clientLimit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		st := stateFrom(r.Context())
+		if ok, wait := s.clientLim.take(clientKey(st.client), s.now()); !ok {
+			writeProblem(w, r, errRateLimited(retryAfter(wait), fmt.Sprintf(
+				"this client address sent more than %s requests per second (burst %d): wait Retry-After seconds, then send fewer requests",
+				formatRate(float64(s.cfg.ClientRate)), s.cfg.ClientBurst)))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func formatRate(r float64) string {
+	return strconv.FormatFloat(r, 'g', 4, 64)
+}

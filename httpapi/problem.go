@@ -1,0 +1,175 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// Problem slugs: the type of a problem document is
+// "urn:jocasta:problem:" followed by one of these. They are part of the
+// API (clients may switch on them) and are listed in openapi.yaml.
+const (
+	slugInvalidBody      = "invalid-body"
+	slugInvalidQuery     = "invalid-query"
+	slugTokenMissing     = "token-missing"
+	slugTokenInvalid     = "token-invalid"
+	slugReadOnlyToken    = "read-only-token"
+	slugNotFound         = "not-found"
+	slugDeviceNotFound   = "device-not-found"
+	slugNotRecorded      = "not-recorded"
+	slugMethodNotAllowed = "method-not-allowed"
+	slugBodyTooLarge     = "body-too-large"
+	slugUnsupportedType  = "unsupported-media-type"
+	slugRateLimited      = "rate-limited"
+	slugInternal         = "internal"
+	slugNotReady         = "not-ready"
+)
+
+const problemTypePrefix = "urn:jocasta:problem:"
+
+// problem is an RFC 9457 problem document. Handlers return it as an error;
+// writeError writes it. Title and detail say what to change; nothing
+// internal goes into them.
+type problem struct {
+	Type      string       `json:"type"`
+	Title     string       `json:"title"`
+	Status    int          `json:"status"`
+	Detail    string       `json:"detail"`
+	Instance  string       `json:"instance"`
+	RequestID string       `json:"request_id,omitempty"`
+	Errors    []fieldError `json:"errors,omitempty"`
+
+	header http.Header // extra response headers (Allow, Retry-After, ...)
+}
+
+// fieldError names one bad part of a request: Pointer (RFC 6901) for a
+// body member, Parameter for a query parameter. Both are pointers because
+// "" is a valid value of each (the whole body; a parameter with an empty
+// name).
+type fieldError struct {
+	Pointer   *string `json:"pointer,omitempty"`
+	Parameter *string `json:"parameter,omitempty"`
+	Detail    string  `json:"detail"`
+}
+
+func (p *problem) Error() string {
+	return fmt.Sprintf("httpapi: %d %s: %s", p.Status, p.Type, p.Detail)
+}
+
+func newProblem(status int, slug, title, detail string) *problem {
+	return &problem{Type: problemTypePrefix + slug, Title: title, Status: status, Detail: detail}
+}
+
+func (p *problem) withHeader(k, v string) *problem {
+	if p.header == nil {
+		p.header = http.Header{}
+	}
+	p.header.Set(k, v)
+	return p
+}
+
+// bodyError is a 400 for a request body, with one entry per bad member.
+func bodyError(detail string, errs ...fieldError) *problem {
+	p := newProblem(http.StatusBadRequest, slugInvalidBody, "Request body is not valid", detail)
+	p.Errors = errs
+	return p
+}
+
+func pointerError(pointer, detail string) fieldError {
+	return fieldError{Pointer: &pointer, Detail: detail}
+}
+
+// queryError is a 400 naming one query parameter.
+func queryError(param, detail string) *problem {
+	p := newProblem(http.StatusBadRequest, slugInvalidQuery, "Query parameter is not valid",
+		fmt.Sprintf("query parameter %q: %s", param, detail))
+	p.Errors = []fieldError{{Parameter: &param, Detail: detail}}
+	return p
+}
+
+func errDeviceNotFound(id string) *problem {
+	return newProblem(http.StatusNotFound, slugDeviceNotFound, "Device not found",
+		fmt.Sprintf("no device has id %q: list the devices with GET /api/devices and use one of their ids", id))
+}
+
+func errPathNotFound(path string) *problem {
+	d := "no resource is at this path"
+	if strings.HasPrefix(path, "/api/") || path == "/api" {
+		d += ": the API's paths are listed in GET /api/openapi.json"
+	}
+	return newProblem(http.StatusNotFound, slugNotFound, "Not found", d)
+}
+
+func errMCPDisabled() *problem {
+	return newProblem(http.StatusNotFound, slugNotFound, "Not found",
+		"the MCP endpoint is off: set server.mcp.enabled to true to serve it")
+}
+
+func errMethodNotAllowed(method string, allow []string) *problem {
+	return newProblem(http.StatusMethodNotAllowed, slugMethodNotAllowed, "Method not allowed",
+		fmt.Sprintf("%s is not allowed here: use %s", method, strings.Join(allow, ", "))).
+		withHeader("Allow", strings.Join(allow, ", "))
+}
+
+func errRateLimited(retryAfterSeconds int, detail string) *problem {
+	return newProblem(http.StatusTooManyRequests, slugRateLimited, "Too many requests", detail).
+		withHeader("Retry-After", strconv.Itoa(retryAfterSeconds))
+}
+
+func errInternal() *problem {
+	return newProblem(http.StatusInternalServerError, slugInternal, "Internal server error",
+		"the server failed to answer: retry later, and if it persists give the operator this request id")
+}
+
+const wwwAuthRealm = `Bearer realm="jocasta"`
+
+func errTokenMissing() *problem {
+	return newProblem(http.StatusUnauthorized, slugTokenMissing, "API token required",
+		"send an API token in the header Authorization: Bearer <token>; create one on the Tokens page or with jocasta token create").
+		withHeader("WWW-Authenticate", wwwAuthRealm)
+}
+
+func errTokenInvalid() *problem {
+	return newProblem(http.StatusUnauthorized, slugTokenInvalid, "API token refused",
+		"the token is malformed, unknown, expired or revoked: send Authorization: Bearer <token> with an active token from the Tokens page or jocasta token create").
+		withHeader("WWW-Authenticate", wwwAuthRealm+`, error="invalid_token"`)
+}
+
+func errReadOnlyToken() *problem {
+	return newProblem(http.StatusForbidden, slugReadOnlyToken, "Token may only read",
+		"this token has mode read, which allows GET and HEAD only: use a token with mode read_write to change devices")
+}
+
+func errBodyTooLarge() *problem {
+	return newProblem(http.StatusRequestEntityTooLarge, slugBodyTooLarge, "Request body too large",
+		fmt.Sprintf("the body is over %d bytes (64 KiB): send a smaller body", maxBodyBytes))
+}
+
+func errUnsupportedType(got string) *problem {
+	d := "send the body with Content-Type: application/json or application/merge-patch+json"
+	if got == "" {
+		d = "the request has no Content-Type: " + d
+	} else {
+		d = fmt.Sprintf("content type %q is not accepted: %s", got, d)
+	}
+	return newProblem(http.StatusUnsupportedMediaType, slugUnsupportedType, "Unsupported media type", d).
+		withHeader("Accept-Patch", "application/json, application/merge-patch+json")
+}
+
+func errNotReady() *problem {
+	return newProblem(http.StatusServiceUnavailable, slugNotReady, "Not ready",
+		"the projections are still catching up with the event log: retry shortly").
+		withHeader("Retry-After", "1")
+}
+
+// Details of the traffic and DNS endpoints until their plugins exist.
+const (
+	detailNoTraffic = "no traffic is recorded: enable a flowlistener plugin"
+	detailNoDNS     = "no DNS lookups are recorded: enable a dnsnode, dnsfilter1 or dnsfilter2 plugin"
+)
+
+func errNotRecorded(detail string) *problem {
+	return newProblem(http.StatusNotFound, slugNotRecorded, "Not recorded", detail)
+}

@@ -1,0 +1,117 @@
+package httpapi
+
+import (
+	"math"
+	"net/netip"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// limiterSet keeps one token bucket per key (a client address or a token
+// id). Buckets idle for limiterIdle and full again are dropped during a
+// sweep that runs at most once a minute on the request path, so the set
+// needs no goroutine.
+type limiterSet[K comparable] struct {
+	limit rate.Limit
+	burst int
+
+	mu        sync.Mutex
+	buckets   map[K]*bucket
+	lastSweep time.Time
+}
+
+type bucket struct {
+	lim  *rate.Limiter
+	last time.Time
+}
+
+func newLimiterSet[K comparable](limit rate.Limit, burst int) *limiterSet[K] {
+	return &limiterSet[K]{limit: limit, burst: burst, buckets: map[K]*bucket{}}
+}
+
+func (s *limiterSet[K]) get(key K, now time.Time) *rate.Limiter {
+	if now.Sub(s.lastSweep) > time.Minute {
+		s.lastSweep = now
+		for k, b := range s.buckets {
+			if now.Sub(b.last) > limiterIdle && b.lim.TokensAt(now) >= float64(s.burst) {
+				delete(s.buckets, k)
+			}
+		}
+	}
+	b, ok := s.buckets[key]
+	if !ok {
+		b = &bucket{lim: rate.NewLimiter(s.limit, s.burst)}
+		s.buckets[key] = b
+	}
+	b.last = now
+	return b.lim
+}
+
+// take spends one token. When none is left it spends nothing and says how
+// long until one is.
+func (s *limiterSet[K]) take(key K, now time.Time) (ok bool, retry time.Duration) {
+	if s.limit == rate.Inf {
+		return true, 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.get(key, now).ReserveN(now, 1)
+	if !r.OK() { // burst 0: nothing ever passes
+		return false, time.Hour
+	}
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return false, d
+	}
+	return true, 0
+}
+
+// check says whether a token is left, without spending it.
+func (s *limiterSet[K]) check(key K, now time.Time) (ok bool, retry time.Duration) {
+	if s.limit == rate.Inf {
+		return true, 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tokens := s.get(key, now).TokensAt(now)
+	if tokens >= 1 {
+		return true, 0
+	}
+	if s.limit <= 0 {
+		return false, time.Hour
+	}
+	return false, time.Duration((1 - tokens) / float64(s.limit) * float64(time.Second))
+}
+
+// spend takes a token if one is left (used to count failures).
+func (s *limiterSet[K]) spend(key K, now time.Time) {
+	if s.limit == rate.Inf {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.get(key, now).AllowN(now, 1)
+}
+
+// retryAfter turns a wait into whole seconds for Retry-After (at least 1).
+func retryAfter(d time.Duration) int {
+	s := int(math.Ceil(d.Seconds()))
+	if s < 1 {
+		return 1
+	}
+	return s
+}
+
+// clientKey is the rate-limit key of a client address: the address for
+// IPv4, its /64 for IPv6 (one host usually owns a whole /64).
+func clientKey(a netip.Addr) netip.Addr {
+	if a.Is6() {
+		p, err := a.Prefix(64)
+		if err == nil {
+			return p.Addr()
+		}
+	}
+	return a
+}

@@ -1,0 +1,378 @@
+package inventory
+
+import (
+	"crypto/sha256"
+	"encoding/base32"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jocasta/jocasta/projections"
+)
+
+// nameOrder is the precedence of name sources for a device's best name:
+// names given by infrastructure the user runs (DNS, DHCP, the router)
+// before names devices give themselves (mDNS, NetBIOS, DNS-SD, SSDP).
+// Sources not listed come after, in alphabetical order.
+var nameOrder = []string{"dns", "dhcp", "router", "mdns", "netbios", "dnssd", "ssdp"}
+
+// nameRank returns the precedence of a name source, lower is better.
+func nameRank(src string) int {
+	if i := slices.Index(nameOrder, src); i >= 0 {
+		return i
+	}
+	return len(nameOrder)
+}
+
+// nameRec is one source's name for a device.
+type nameRec struct {
+	Name          string    `json:"name"`
+	LastConfirmed time.Time `json:"last_confirmed"`
+}
+
+// addrRec is one address a device has had.
+type addrRec struct {
+	IP        string     `json:"ip"`
+	Network   string     `json:"network,omitempty"`
+	FirstSeen time.Time  `json:"first_seen"`
+	LastSeen  time.Time  `json:"last_seen"`
+	RetiredAt *time.Time `json:"retired_at,omitempty"`
+
+	ip netip.Addr // parsed IP, memory only
+}
+
+// portRec is one open TCP port of a device.
+type portRec struct {
+	Port      uint16    `json:"port"`
+	FirstSeen time.Time `json:"first_seen"`
+	LastSeen  time.Time `json:"last_seen"`
+}
+
+// evid is the evidence of one field: which source set or confirmed it
+// last, who (for user edits) and when.
+type evid struct {
+	Source string    `json:"source"`
+	Actor  string    `json:"actor,omitempty"`
+	Time   time.Time `json:"time"`
+}
+
+// evidenceSet holds the evidence of every field that has one.
+type evidenceSet struct {
+	Name      evid `json:"name,omitzero"`
+	MAC       evid `json:"mac,omitzero"`
+	Addresses evid `json:"addresses,omitzero"`
+	LastSeen  evid `json:"last_seen,omitzero"`
+	Presence  evid `json:"presence,omitzero"`
+	Ports     evid `json:"ports,omitzero"`
+	Services  evid `json:"services,omitzero"`
+	UPnP      evid `json:"upnp,omitzero"`
+	Label     evid `json:"label,omitzero"`
+	Group     evid `json:"group,omitzero"`
+	Type      evid `json:"type,omitzero"`
+	Notes     evid `json:"notes,omitzero"`
+	Ignored   evid `json:"ignored,omitzero"`
+	Watched   evid `json:"watched,omitzero"`
+}
+
+// fields lists the evidence under its API field names.
+func (e *evidenceSet) fields() []struct {
+	name string
+	ev   *evid
+} {
+	return []struct {
+		name string
+		ev   *evid
+	}{
+		{"name", &e.Name}, {"mac", &e.MAC}, {"addresses", &e.Addresses}, {"last_seen", &e.LastSeen},
+		{"presence", &e.Presence}, {"ports", &e.Ports}, {"services", &e.Services}, {"upnp", &e.UPnP},
+		{"label", &e.Label}, {"group", &e.Group}, {"type", &e.Type}, {"notes", &e.Notes},
+		{"ignored", &e.Ignored}, {"watched", &e.Watched},
+	}
+}
+
+// upnpRec is what a device's SSDP description said.
+type upnpRec struct {
+	FriendlyName string `json:"friendly_name,omitempty"`
+	Manufacturer string `json:"manufacturer,omitempty"`
+	ModelName    string `json:"model_name,omitempty"`
+}
+
+// device is the stored and in-memory state of one device. The JSON form
+// is the row in the devices bucket; fields without a tag below the
+// marker are memory only and rebuilt by Load.
+type device struct {
+	ID  string `json:"id"`
+	Key string `json:"key"` // identity: "m/<mac>" or "i/<ip>"
+	MAC string `json:"mac,omitempty"`
+
+	Names    map[string]nameRec `json:"names,omitempty"`
+	BestName string             `json:"best_name,omitempty"`
+
+	Label   *string `json:"label,omitempty"`
+	Group   *string `json:"group,omitempty"`
+	Type    *string `json:"type,omitempty"`
+	Notes   *string `json:"notes,omitempty"`
+	Ignored bool    `json:"ignored,omitempty"`
+	Watched bool    `json:"watched,omitempty"`
+
+	Presence string `json:"presence"`
+	// Overdue: online, past the window, waiting for evidence of absence.
+	Overdue bool `json:"overdue,omitempty"`
+
+	FirstSeen time.Time             `json:"first_seen"`
+	LastSeen  time.Time             `json:"last_seen"`
+	Addrs     []*addrRec            `json:"addresses"`
+	Ports     []portRec             `json:"ports,omitempty"`
+	Services  []projections.Service `json:"services,omitempty"`
+	UPnP      *upnpRec              `json:"upnp,omitempty"`
+	Sources   []string              `json:"sources,omitempty"`
+	Evidence  evidenceSet           `json:"evidence"`
+
+	// Memory only.
+	heapIdx int    // index in the presence heap, -1 when not in it
+	search  string // lower-case text q= searches
+	sortKey string // lower-case name for sort=name
+	vendor  string // from Options.Vendor
+	current netip.Addr
+}
+
+// protected reports whether a user's edit keeps the device from retention.
+func (d *device) protected() bool {
+	return d.Label != nil || d.Group != nil || d.Type != nil || d.Notes != nil || d.Ignored || d.Watched
+}
+
+// addr returns the device's record of ip, or nil.
+func (d *device) addr(ip string) *addrRec {
+	for _, a := range d.Addrs {
+		if a.IP == ip {
+			return a
+		}
+	}
+	return nil
+}
+
+// currentAddr is the most recently seen address that is not retired (the
+// most recently seen of all when every one is retired), nil when none.
+func (d *device) currentAddr() *addrRec {
+	var best *addrRec
+	for _, a := range d.Addrs {
+		switch {
+		case best == nil:
+			best = a
+		case (best.RetiredAt != nil) != (a.RetiredAt != nil):
+			if a.RetiredAt == nil {
+				best = a
+			}
+		case a.LastSeen.After(best.LastSeen) || (a.LastSeen.Equal(best.LastSeen) && a.IP < best.IP):
+			best = a
+		}
+	}
+	return best
+}
+
+// name is the API's name: the best resolved name, else the current IP.
+func (d *device) name() string {
+	if d.BestName != "" {
+		return d.BestName
+	}
+	if a := d.currentAddr(); a != nil {
+		return a.IP
+	}
+	return d.ID
+}
+
+// display is how summaries call the device: its label, else its name.
+func (d *device) display() string {
+	if d.Label != nil && *d.Label != "" {
+		return *d.Label
+	}
+	return d.name()
+}
+
+// computeBestName returns the name of the best source, "" when none.
+func (d *device) computeBestName() string {
+	best, bestSrc := "", ""
+	for src, n := range d.Names {
+		if n.Name == "" {
+			continue
+		}
+		if best == "" || nameRank(src) < nameRank(bestSrc) ||
+			(nameRank(src) == nameRank(bestSrc) && src < bestSrc) {
+			best, bestSrc = n.Name, src
+		}
+	}
+	return best
+}
+
+// bestNameSource returns the source of the best name.
+func (d *device) bestNameSource() string {
+	bestSrc := ""
+	for src, n := range d.Names {
+		if n.Name == "" {
+			continue
+		}
+		if bestSrc == "" || nameRank(src) < nameRank(bestSrc) ||
+			(nameRank(src) == nameRank(bestSrc) && src < bestSrc) {
+			bestSrc = src
+		}
+	}
+	return bestSrc
+}
+
+// addSource records src among the device's sources (sorted set).
+func (d *device) addSource(src string) bool {
+	if src == "" {
+		return false
+	}
+	i, found := slices.BinarySearch(d.Sources, src)
+	if found {
+		return false
+	}
+	d.Sources = slices.Insert(d.Sources, i, src)
+	return true
+}
+
+// refreshDerived recomputes the memory-only search and sort fields.
+func (d *device) refreshDerived(vendor func(net.HardwareAddr) string) {
+	d.vendor = ""
+	if d.MAC != "" && vendor != nil {
+		if hw, err := net.ParseMAC(d.MAC); err == nil {
+			d.vendor = vendor(hw)
+		}
+	}
+	if a := d.currentAddr(); a != nil {
+		d.current = a.ip
+	} else {
+		d.current = netip.Addr{}
+	}
+	d.sortKey = strings.ToLower(d.name())
+	var b strings.Builder
+	b.WriteString(d.sortKey)
+	for _, n := range d.Names {
+		b.WriteByte('\n')
+		b.WriteString(n.Name)
+	}
+	if d.Label != nil {
+		b.WriteByte('\n')
+		b.WriteString(*d.Label)
+	}
+	for _, a := range d.Addrs {
+		b.WriteByte('\n')
+		b.WriteString(a.IP)
+	}
+	if d.MAC != "" {
+		b.WriteByte('\n')
+		b.WriteString(d.MAC)
+	}
+	if d.vendor != "" {
+		b.WriteByte('\n')
+		b.WriteString(d.vendor)
+	}
+	d.search = strings.ToLower(b.String())
+}
+
+// macRandom reports whether mac is locally administered (bit 0x02 of the
+// first octet), as randomised MACs of phones and laptops are.
+func macRandom(mac string) bool {
+	hw, err := net.ParseMAC(mac)
+	if err != nil || len(hw) == 0 {
+		return false
+	}
+	return hw[0]&0x02 != 0
+}
+
+// deviceID derives the id of a device from its identity key and a
+// collision counter: "d" + 16 lower-case base32 characters of SHA-256.
+func deviceID(key string, n int) string {
+	h := sha256.New()
+	h.Write([]byte(key))
+	if n > 0 {
+		h.Write([]byte{0, byte(n >> 8), byte(n)})
+	}
+	sum := h.Sum(nil)
+	return "d" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:10]))
+}
+
+// view builds the API form of d. The caller holds the read lock.
+func (d *device) view() projections.Device {
+	v := projections.Device{
+		ID:        d.ID,
+		Name:      d.name(),
+		Names:     make(map[string]projections.Name, len(d.Names)),
+		Label:     clonePtr(d.Label),
+		Group:     clonePtr(d.Group),
+		Type:      clonePtr(d.Type),
+		Notes:     clonePtr(d.Notes),
+		Ignored:   d.Ignored,
+		Watched:   d.Watched,
+		Presence:  d.Presence,
+		FirstSeen: d.FirstSeen,
+		LastSeen:  d.LastSeen,
+		Addresses: make([]projections.Address, 0, len(d.Addrs)),
+		Ports:     make([]projections.Port, 0, len(d.Ports)),
+		Services:  make([]projections.Service, len(d.Services)),
+		Sources:   append([]string{}, d.Sources...),
+		Evidence:  make(map[string]projections.Evidence, 8),
+	}
+	for src, n := range d.Names {
+		v.Names[src] = projections.Name{Name: n.Name, LastConfirmed: n.LastConfirmed}
+	}
+	if d.MAC != "" {
+		m := d.MAC
+		v.MAC = &m
+		v.MACRandom = macRandom(d.MAC)
+	}
+	if d.vendor != "" {
+		vd := d.vendor
+		v.Vendor = &vd
+	}
+	for _, a := range sortedAddrs(d.Addrs) {
+		v.Addresses = append(v.Addresses, projections.Address{
+			IP: a.IP, Network: a.Network, FirstSeen: a.FirstSeen, LastSeen: a.LastSeen, RetiredAt: clonePtr(a.RetiredAt),
+		})
+	}
+	for _, p := range d.Ports {
+		v.Ports = append(v.Ports, projections.Port{
+			Port: p.Port, Proto: "tcp", Service: serviceName(p.Port, d.Services), FirstSeen: p.FirstSeen, LastSeen: p.LastSeen,
+		})
+	}
+	copy(v.Services, d.Services)
+	if d.UPnP != nil {
+		v.UPnP = &projections.UPnP{FriendlyName: d.UPnP.FriendlyName, Manufacturer: d.UPnP.Manufacturer, ModelName: d.UPnP.ModelName}
+	}
+	for _, f := range d.Evidence.fields() {
+		if !f.ev.Time.IsZero() || f.ev.Source != "" {
+			v.Evidence[f.name] = projections.Evidence{Source: f.ev.Source, Actor: f.ev.Actor, Time: f.ev.Time}
+		}
+	}
+	return v
+}
+
+// sortedAddrs orders addresses for display: current ones first, each
+// group most recently seen first, then by IP.
+func sortedAddrs(in []*addrRec) []*addrRec {
+	out := slices.Clone(in)
+	slices.SortStableFunc(out, func(a, b *addrRec) int {
+		if (a.RetiredAt == nil) != (b.RetiredAt == nil) {
+			if a.RetiredAt == nil {
+				return -1
+			}
+			return 1
+		}
+		if c := b.LastSeen.Compare(a.LastSeen); c != 0 {
+			return c
+		}
+		return a.ip.Compare(b.ip)
+	})
+	return out
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}

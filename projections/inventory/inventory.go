@@ -1,0 +1,413 @@
+package inventory
+
+import (
+	"container/heap"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/jocasta/jocasta/events"
+)
+
+// Name is the projection's consumer name (its checkpoint key). Never
+// rename it: a new name means consuming the whole log again.
+const Name = "inventory"
+
+// Version of the projection's rows and rules. Raising it rebuilds the
+// projection from the log at the next start.
+const Version = 1
+
+// Defaults for [Options], the contract's defaults.
+const (
+	DefaultOnlineWindow = 15 * time.Minute
+	DefaultAddressGrace = 6 * time.Hour
+)
+
+// Bucket names. Every bucket of this projection starts with "inventory.".
+const (
+	bucketDevices         = "inventory.devices"
+	bucketChanges         = "inventory.changes"
+	bucketChangesByDevice = "inventory.changes_by_device"
+	bucketChangesByTime   = "inventory.changes_by_time"
+	bucketScans           = "inventory.scans"
+	bucketMeta            = "inventory.meta"
+)
+
+var allBuckets = []string{
+	bucketDevices, bucketChanges, bucketChangesByDevice, bucketChangesByTime,
+	bucketScans, bucketMeta,
+}
+
+// metaPresence is the key in bucketMeta of the presence evidence.
+var metaPresence = []byte("presence")
+
+// Options configures an [Inventory].
+type Options struct {
+	// OnlineWindow is inventory.online_window. Default 15m.
+	OnlineWindow time.Duration
+	// AddressGrace is inventory.address_grace. Default 6h.
+	AddressGrace time.Duration
+	// Vendor names the maker of a MAC (from the IEEE OUI registry), ""
+	// when unknown. It is called when a device's MAC is learnt or the
+	// projection loads, never stored. Nil: no vendors.
+	Vendor func(mac net.HardwareAddr) string
+	// Registry decodes payloads. Default events.Default.
+	Registry *events.Registry
+}
+
+// Validate reports every invalid field.
+func (o Options) Validate() error {
+	var errs []error
+	if o.OnlineWindow < 0 {
+		errs = append(errs, fmt.Errorf("inventory.online_window %s: must not be negative", o.OnlineWindow))
+	}
+	if o.AddressGrace < 0 {
+		errs = append(errs, fmt.Errorf("inventory.address_grace %s: must not be negative", o.AddressGrace))
+	}
+	return errors.Join(errs...)
+}
+
+// sweepMark is the start of the newest complete sweep of one prefix.
+type sweepMark struct {
+	prefix netip.Prefix
+	start  time.Time
+}
+
+// presenceMeta is the stored form of the presence evidence.
+type presenceMeta struct {
+	Complete    map[string]time.Time `json:"complete"`
+	AnyComplete time.Time            `json:"any_complete"`
+}
+
+// Inventory is the inventory projection: devices, the change log and the
+// scan log, kept consistent by one Apply. It is safe for concurrent use:
+// queries take a read lock, Apply and Load the write lock.
+type Inventory struct {
+	opts Options
+	reg  *events.Registry
+
+	mu      sync.RWMutex
+	db      *bolt.DB // set by Load; queries of the change and scan logs read it
+	devs    map[string]*device
+	byKey   map[string]*device
+	byIP    map[string][]*device // holders of a non-retired address
+	heap    presenceHeap         // online devices that are not overdue
+	overdue map[string]*device
+	sweeps  []sweepMark
+	anyDone time.Time
+	version uint64 // bumped by every change, keys the query caches
+
+	dirty     map[string]*device
+	deleted   map[string]bool
+	metaDirty bool
+
+	idxMu sync.Mutex
+	idx   *queryCache
+}
+
+// New returns an empty inventory. It serves queries once the runner has
+// called Load.
+func New(opts Options) (*Inventory, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("inventory: %w", err)
+	}
+	if opts.OnlineWindow == 0 {
+		opts.OnlineWindow = DefaultOnlineWindow
+	}
+	if opts.AddressGrace == 0 {
+		opts.AddressGrace = DefaultAddressGrace
+	}
+	if opts.Registry == nil {
+		opts.Registry = events.Default
+	}
+	i := &Inventory{opts: opts, reg: opts.Registry}
+	i.reset()
+	return i, nil
+}
+
+// reset empties the in-memory state. The caller holds the write lock.
+func (i *Inventory) reset() {
+	i.devs = map[string]*device{}
+	i.byKey = map[string]*device{}
+	i.byIP = map[string][]*device{}
+	i.heap = presenceHeap{}
+	i.overdue = map[string]*device{}
+	i.sweeps = nil
+	i.anyDone = time.Time{}
+	i.dirty = map[string]*device{}
+	i.deleted = map[string]bool{}
+	i.metaDirty = false
+	i.version++
+}
+
+// Name is the consumer name, [Name].
+func (i *Inventory) Name() string { return Name }
+
+// Version is [Version].
+func (i *Inventory) Version() int { return Version }
+
+// Buckets lists the projection's buckets.
+func (i *Inventory) Buckets() []string { return slices.Clone(allBuckets) }
+
+// Load rebuilds the in-memory state from the projection's buckets. The
+// runner calls it at start, after a rebuild or restore, and after a
+// failed commit (so memory never stays ahead of what is stored).
+func (i *Inventory) Load(tx *bolt.Tx) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.reset()
+	i.db = tx.DB()
+	if b := tx.Bucket([]byte(bucketDevices)); b != nil {
+		err := b.ForEach(func(k, v []byte) error {
+			d := &device{}
+			if err := json.Unmarshal(v, d); err != nil {
+				return fmt.Errorf("device %q: %w", k, err)
+			}
+			for _, a := range d.Addrs {
+				ip, err := netip.ParseAddr(a.IP)
+				if err != nil {
+					return fmt.Errorf("device %q: address %q: %w", k, a.IP, err)
+				}
+				a.ip = ip
+			}
+			d.heapIdx = -1
+			i.devs[d.ID] = d
+			i.byKey[d.Key] = d
+			return nil
+		})
+		if err != nil {
+			i.reset()
+			return fmt.Errorf("inventory: load: %w", err)
+		}
+	}
+	if b := tx.Bucket([]byte(bucketMeta)); b != nil {
+		if v := b.Get(metaPresence); v != nil {
+			var pm presenceMeta
+			if err := json.Unmarshal(v, &pm); err != nil {
+				i.reset()
+				return fmt.Errorf("inventory: load presence evidence: %w", err)
+			}
+			i.anyDone = pm.AnyComplete
+			for s, t := range pm.Complete {
+				p, err := netip.ParsePrefix(s)
+				if err != nil {
+					continue
+				}
+				i.sweeps = append(i.sweeps, sweepMark{prefix: p, start: t})
+			}
+			slices.SortFunc(i.sweeps, func(a, b sweepMark) int { return comparePrefix(a.prefix, b.prefix) })
+		}
+	}
+	for _, id := range i.sortedIDs() {
+		d := i.devs[id]
+		for _, a := range d.Addrs {
+			if a.RetiredAt == nil {
+				i.byIP[a.IP] = append(i.byIP[a.IP], d)
+			}
+		}
+		switch {
+		case d.Presence == presenceOnline && d.Overdue:
+			i.overdue[d.ID] = d
+		case d.Presence == presenceOnline:
+			heap.Push(&i.heap, d)
+		}
+		d.refreshDerived(i.opts.Vendor)
+	}
+	return nil
+}
+
+// Flush writes the rows of every device changed since the last flush.
+// The runner calls it once per batch, in the batch's transaction, after
+// the last Apply and before the checkpoint moves.
+func (i *Inventory) Flush(tx *bolt.Tx) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	b := tx.Bucket([]byte(bucketDevices))
+	if b == nil {
+		return fmt.Errorf("inventory: flush: bucket %q missing", bucketDevices)
+	}
+	for _, id := range sortedKeys(i.deleted) {
+		if err := b.Delete([]byte(id)); err != nil {
+			return fmt.Errorf("inventory: flush: delete device %s: %w", id, err)
+		}
+	}
+	for _, id := range sortedKeys(i.dirty) {
+		v, err := json.Marshal(i.dirty[id])
+		if err != nil {
+			return fmt.Errorf("inventory: flush: encode device %s: %w", id, err)
+		}
+		if err := b.Put([]byte(id), v); err != nil {
+			return fmt.Errorf("inventory: flush: put device %s: %w", id, err)
+		}
+	}
+	if i.metaDirty {
+		pm := presenceMeta{Complete: make(map[string]time.Time, len(i.sweeps)), AnyComplete: i.anyDone}
+		for _, m := range i.sweeps {
+			pm.Complete[m.prefix.String()] = m.start
+		}
+		v, err := json.Marshal(pm)
+		if err != nil {
+			return fmt.Errorf("inventory: flush: encode presence evidence: %w", err)
+		}
+		mb := tx.Bucket([]byte(bucketMeta))
+		if mb == nil {
+			return fmt.Errorf("inventory: flush: bucket %q missing", bucketMeta)
+		}
+		if err := mb.Put(metaPresence, v); err != nil {
+			return fmt.Errorf("inventory: flush: put presence evidence: %w", err)
+		}
+	}
+	clear(i.dirty)
+	clear(i.deleted)
+	i.metaDirty = false
+	return nil
+}
+
+// Apply folds one event into the projection inside the runner's
+// transaction. It is deterministic: it reads only the event and the
+// projection's state, never the clock. Kinds it does not know are
+// skipped.
+func (i *Inventory) Apply(tx *bolt.Tx, ev events.Envelope) error {
+	p, err := i.Prepare(ev)
+	if err != nil {
+		return err
+	}
+	return i.ApplyPrepared(tx, ev, p)
+}
+
+// Prepare decodes the payload of an event this projection reads (nil for
+// the others). It only reads ev, so the runner calls it ahead of Apply,
+// on other goroutines.
+func (i *Inventory) Prepare(ev events.Envelope) (any, error) {
+	var p any
+	switch ev.Kind {
+	case events.KindSweepCompleted:
+		p = &events.SweepCompleted{}
+	case events.KindPortScanCompleted:
+		p = &events.PortScanCompleted{}
+	case events.KindDeviceEdited:
+		p = &events.DeviceEdited{}
+	case events.KindDeviceWatchSet:
+		p = &events.DeviceWatchSet{}
+	case events.KindClockTicked:
+		p = &events.ClockTicked{}
+	case events.KindRetentionPurged:
+		p = &events.RetentionPurged{}
+	default:
+		return nil, nil
+	}
+	if err := i.reg.DecodeInto(ev, p); err != nil {
+		return nil, fmt.Errorf("inventory: seq %d: %w", ev.Seq, err)
+	}
+	switch v := p.(type) {
+	case *events.SweepCompleted:
+		return prepareSweep(ev, v), nil
+	case *events.PortScanCompleted:
+		return preparePortScan(ev, v), nil
+	}
+	return p, nil
+}
+
+// ApplyPrepared is Apply with the payload Prepare returned.
+func (i *Inventory) ApplyPrepared(tx *bolt.Tx, ev events.Envelope, prepared any) error {
+	if prepared == nil {
+		return nil
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	em := &emitter{tx: tx, ev: ev}
+	var err error
+	switch p := prepared.(type) {
+	case *sweepPrep:
+		err = i.applySweep(em, p)
+	case *portPrep:
+		err = i.applyPortScan(em, p)
+	case *events.DeviceEdited:
+		err = i.applyEdit(em, p)
+	case *events.DeviceWatchSet:
+		err = i.applyWatch(em, p)
+	case *events.ClockTicked:
+		at := p.At
+		if at.IsZero() {
+			at = ev.Time
+		}
+		err = i.evaluate(em, at.UTC(), false)
+	case *events.RetentionPurged:
+		err = i.applyPurge(em, p)
+	default:
+		err = fmt.Errorf("prepared payload of type %T", prepared)
+	}
+	i.version++
+	if err != nil {
+		return fmt.Errorf("inventory: apply seq %d %s: %w", ev.Seq, ev.Kind, err)
+	}
+	return nil
+}
+
+// markDirty queues d's row for the next Flush.
+func (i *Inventory) markDirty(d *device) {
+	i.dirty[d.ID] = d
+	delete(i.deleted, d.ID)
+}
+
+// sortedIDs returns every device id in order.
+func (i *Inventory) sortedIDs() []string {
+	return sortedKeys(i.devs)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func comparePrefix(a, b netip.Prefix) int {
+	if c := a.Addr().Compare(b.Addr()); c != 0 {
+		return c
+	}
+	return a.Bits() - b.Bits()
+}
+
+// currentHolder returns the device that most recently answered at ip
+// among those holding it unretired, or nil.
+func (i *Inventory) currentHolder(ip string) *device {
+	var best *device
+	var bestSeen time.Time
+	for _, d := range i.byIP[ip] {
+		a := d.addr(ip)
+		if a == nil || a.RetiredAt != nil {
+			continue
+		}
+		if best == nil || a.LastSeen.After(bestSeen) || (a.LastSeen.Equal(bestSeen) && d.ID < best.ID) {
+			best, bestSeen = d, a.LastSeen
+		}
+	}
+	return best
+}
+
+// holdIP records d as a holder of ip.
+func (i *Inventory) holdIP(ip string, d *device) {
+	if !slices.Contains(i.byIP[ip], d) {
+		i.byIP[ip] = append(i.byIP[ip], d)
+	}
+}
+
+// releaseIP removes d from the holders of ip.
+func (i *Inventory) releaseIP(ip string, d *device) {
+	hs := slices.DeleteFunc(i.byIP[ip], func(x *device) bool { return x == d })
+	if len(hs) == 0 {
+		delete(i.byIP, ip)
+	} else {
+		i.byIP[ip] = hs
+	}
+}

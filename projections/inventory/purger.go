@@ -1,0 +1,169 @@
+package inventory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jocasta/jocasta/events"
+)
+
+// RetentionOptions are the contract's retention windows; 0 keeps that
+// kind of record forever.
+type RetentionOptions struct {
+	History time.Duration
+	Traffic time.Duration
+	DNS     time.Duration
+	Devices time.Duration
+}
+
+// Validate reports every invalid window.
+func (o RetentionOptions) Validate() error {
+	var errs []error
+	for _, f := range []struct {
+		key string
+		d   time.Duration
+	}{{"history", o.History}, {"traffic", o.Traffic}, {"dns", o.DNS}, {"devices", o.Devices}} {
+		if f.d < 0 {
+			errs = append(errs, fmt.Errorf("retention.%s %s: must not be negative (0s keeps forever)", f.key, f.d))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Compactor is what the purger needs from the projection runner.
+type Compactor interface {
+	// WaitFor returns once every projection has applied seq.
+	WaitFor(ctx context.Context, seq uint64) error
+	// Compact removes the log behind the newest snapshot older than
+	// before and returns how many events it removed.
+	Compact(ctx context.Context, before time.Time) (int, error)
+}
+
+// Purger is the hourly retention job.
+type Purger struct {
+	app  Appender
+	inv  *Inventory
+	comp Compactor
+	opts RetentionOptions
+	now  func() time.Time
+
+	// FirstDelay is the wait before the first purge after Run starts.
+	// Default 1m.
+	FirstDelay time.Duration
+	// Interval is the wait between purges. Default 1h.
+	Interval time.Duration
+	// Logf reports each purge and each failure; nil discards.
+	Logf func(format string, args ...any)
+}
+
+// NewPurger returns the retention job for inv. It appends through app,
+// and after a purge waits for comp to apply it and asks comp to compact
+// the log. now is the wall clock (time.Now in production).
+func NewPurger(app Appender, inv *Inventory, comp Compactor, opts RetentionOptions, now func() time.Time) (*Purger, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("inventory: purger: %w", err)
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Purger{app: app, inv: inv, comp: comp, opts: opts, now: now, FirstDelay: time.Minute, Interval: time.Hour}, nil
+}
+
+// PurgeResult is what one purge did.
+type PurgeResult struct {
+	// Seq of the retention.purged event, 0 when nothing was due.
+	Seq       uint64
+	Counts    map[string]int
+	Deleted   []string
+	Compacted int
+}
+
+// Run purges after FirstDelay and then every Interval until ctx ends. A
+// failed purge is logged and tried again at the next interval. It
+// returns ctx's error.
+func (p *Purger) Run(ctx context.Context) error {
+	timer := time.NewTimer(p.FirstDelay)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+		}
+		res, err := p.PurgeOnce(ctx)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			p.logf("retention: %v", err)
+		case res.Seq != 0 || res.Compacted > 0:
+			p.logf("retention: purged %v (event %d), compacted %d events", res.Counts, res.Seq, res.Compacted)
+		}
+		timer.Reset(p.Interval)
+	}
+}
+
+func (p *Purger) logf(format string, args ...any) {
+	if p.Logf != nil {
+		p.Logf(format, args...)
+	}
+}
+
+// cutoff is now minus d, nil for 0 (forever).
+func cutoff(now time.Time, d time.Duration) *time.Time {
+	if d <= 0 {
+		return nil
+	}
+	t := now.Add(-d).UTC()
+	return &t
+}
+
+// PurgeOnce computes the cutoffs from now, appends a retention.purged
+// event when something is to be removed (and only then: an hourly event
+// that removes nothing would only grow the log), waits until the
+// projections applied it, then compacts the log behind the newest
+// snapshot older than the history cutoff.
+func (p *Purger) PurgeOnce(ctx context.Context) (PurgeResult, error) {
+	now := p.now().UTC()
+	rp := events.RetentionPurged{
+		HistoryBefore: cutoff(now, p.opts.History),
+		TrafficBefore: cutoff(now, p.opts.Traffic),
+		DNSBefore:     cutoff(now, p.opts.DNS),
+		DevicesBefore: cutoff(now, p.opts.Devices),
+	}
+	counts, deleted, err := p.inv.PurgePlan(ctx, Cutoffs{History: rp.HistoryBefore, Devices: rp.DevicesBefore})
+	if err != nil {
+		return PurgeResult{}, err
+	}
+	res := PurgeResult{Counts: counts, Deleted: deleted}
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	if total > 0 {
+		rp.Counts, rp.DeletedDevices = counts, deleted
+		ev, err := events.New(events.KindRetentionPurged, rp, now)
+		if err != nil {
+			return res, fmt.Errorf("inventory: purge: %w", err)
+		}
+		ev.Source, ev.Actor = SourceRetention, SourceRetention
+		stored, err := p.app.Append(ctx, ev)
+		if err != nil {
+			return res, fmt.Errorf("inventory: purge: append: %w", err)
+		}
+		res.Seq = stored[len(stored)-1].Seq
+		if err := p.comp.WaitFor(ctx, res.Seq); err != nil {
+			return res, fmt.Errorf("inventory: purge: wait for projections: %w", err)
+		}
+	}
+	if rp.HistoryBefore != nil {
+		n, err := p.comp.Compact(ctx, *rp.HistoryBefore)
+		if err != nil {
+			return res, fmt.Errorf("inventory: purge: compact: %w", err)
+		}
+		res.Compacted = n
+	}
+	return res, nil
+}

@@ -1,0 +1,416 @@
+package inventory
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jocasta/jocasta/projections"
+)
+
+// Page sizes of every list.
+const (
+	DefaultLimit = 100
+	MaxLimit     = 1000
+)
+
+// clampLimit applies the default and the maximum page size.
+func clampLimit(n int) int {
+	switch {
+	case n <= 0:
+		return DefaultLimit
+	case n > MaxLimit:
+		return MaxLimit
+	}
+	return n
+}
+
+// Sort fields of ListDevices.
+const (
+	SortName      = "name"
+	SortIP        = "ip"
+	SortFirstSeen = "first_seen"
+	SortLastSeen  = "last_seen"
+)
+
+// parseSort splits "-name" into the field and the direction.
+func parseSort(s string) (field string, desc bool, err error) {
+	if s == "" {
+		return SortName, false, nil
+	}
+	field, desc = strings.CutPrefix(s, "-")
+	switch field {
+	case SortName, SortIP, SortFirstSeen, SortLastSeen:
+		return field, desc, nil
+	}
+	return "", false, fmt.Errorf("inventory: sort %q: %w (want name, ip, first_seen or last_seen, with - for descending)", s, ErrBadFilter)
+}
+
+// queryCache holds what queries derive from the whole device set; it is
+// valid while version matches the inventory's.
+type queryCache struct {
+	version uint64
+	sorted  map[string][]*device
+	stats   *projections.Stats
+	newest  *device
+	groups  []projections.Group
+}
+
+// cache returns the current cache, replacing a stale one. The caller
+// holds the read lock (so no device changes while the cache is used).
+func (i *Inventory) cache() *queryCache {
+	if i.idx == nil || i.idx.version != i.version {
+		i.idx = &queryCache{version: i.version, sorted: map[string][]*device{}}
+	}
+	return i.idx
+}
+
+// sortedBy returns every device in ascending order of field, then id. The
+// caller holds the read lock.
+func (i *Inventory) sortedBy(field string) []*device {
+	i.idxMu.Lock()
+	defer i.idxMu.Unlock()
+	c := i.cache()
+	if s, ok := c.sorted[field]; ok {
+		return s
+	}
+	s := make([]*device, 0, len(i.devs))
+	for _, d := range i.devs {
+		s = append(s, d)
+	}
+	cmp := deviceCmp(field)
+	slices.SortFunc(s, cmp)
+	c.sorted[field] = s
+	return s
+}
+
+// deviceCmp orders devices by field, then id.
+func deviceCmp(field string) func(a, b *device) int {
+	var byField func(a, b *device) int
+	switch field {
+	case SortIP:
+		byField = func(a, b *device) int { return a.current.Compare(b.current) }
+	case SortFirstSeen:
+		byField = func(a, b *device) int { return a.FirstSeen.Compare(b.FirstSeen) }
+	case SortLastSeen:
+		byField = func(a, b *device) int { return a.LastSeen.Compare(b.LastSeen) }
+	default:
+		byField = func(a, b *device) int { return strings.Compare(a.sortKey, b.sortKey) }
+	}
+	return func(a, b *device) int {
+		if c := byField(a, b); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	}
+}
+
+// devCursor is the decoded form of a device-list cursor: the sort it
+// belongs to and the sort key and id of the last device returned.
+type devCursor struct {
+	S string `json:"s"`
+	K string `json:"k"`
+	I string `json:"i"`
+}
+
+// sortKeyString is d's sort key for field as a cursor stores it.
+func sortKeyString(d *device, field string) string {
+	switch field {
+	case SortIP:
+		if !d.current.IsValid() {
+			return ""
+		}
+		return d.current.String()
+	case SortFirstSeen:
+		return d.FirstSeen.UTC().Format(time.RFC3339Nano)
+	case SortLastSeen:
+		return d.LastSeen.UTC().Format(time.RFC3339Nano)
+	}
+	return d.sortKey
+}
+
+func encodeCursor(v any) string {
+	b, _ := json.Marshal(v) // cursors are plain structs of strings and numbers
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string, v any) error {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return projections.ErrBadCursor
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return projections.ErrBadCursor
+	}
+	return nil
+}
+
+// cursorCmp returns a function comparing a device with the cursor's
+// position in field order.
+func cursorCmp(field string, c devCursor) (func(d *device) int, error) {
+	var byField func(d *device) int
+	switch field {
+	case SortIP:
+		var ip netip.Addr
+		if c.K != "" {
+			var err error
+			if ip, err = netip.ParseAddr(c.K); err != nil {
+				return nil, projections.ErrBadCursor
+			}
+		}
+		byField = func(d *device) int { return d.current.Compare(ip) }
+	case SortFirstSeen, SortLastSeen:
+		t, err := time.Parse(time.RFC3339Nano, c.K)
+		if err != nil {
+			return nil, projections.ErrBadCursor
+		}
+		if field == SortFirstSeen {
+			byField = func(d *device) int { return d.FirstSeen.Compare(t) }
+		} else {
+			byField = func(d *device) int { return d.LastSeen.Compare(t) }
+		}
+	default:
+		byField = func(d *device) int { return strings.Compare(d.sortKey, c.K) }
+	}
+	return func(d *device) int {
+		if r := byField(d); r != 0 {
+			return r
+		}
+		return strings.Compare(d.ID, c.I)
+	}, nil
+}
+
+// ListDevices returns one page of devices matching f, in f.Sort order
+// (default name; ties by id; a leading "-" reverses the whole order).
+// q matches a case-insensitive substring of any name, the label, any
+// address (current or retired), the MAC or the vendor. network matches
+// devices with a current address inside the prefix.
+func (i *Inventory) ListDevices(ctx context.Context, f projections.DeviceFilter) (projections.Page[projections.Device], error) {
+	page := projections.Page[projections.Device]{Items: []projections.Device{}}
+	field, desc, err := parseSort(f.Sort)
+	if err != nil {
+		return page, err
+	}
+	switch f.Presence {
+	case "", presenceOnline, presenceOffline, presenceQuiet:
+	default:
+		return page, fmt.Errorf("inventory: presence %q: %w (want online, offline or quiet)", f.Presence, ErrBadFilter)
+	}
+	sortSpec := field
+	if desc {
+		sortSpec = "-" + field
+	}
+	limit := clampLimit(f.Limit)
+	q := strings.ToLower(strings.TrimSpace(f.Q))
+	var atCursor func(d *device) int
+	if f.Cursor != "" {
+		var c devCursor
+		if err := decodeCursor(f.Cursor, &c); err != nil || c.S != sortSpec {
+			return page, fmt.Errorf("inventory: list devices: %w", projections.ErrBadCursor)
+		}
+		if atCursor, err = cursorCmp(field, c); err != nil {
+			return page, fmt.Errorf("inventory: list devices: %w", err)
+		}
+	}
+	match := func(d *device) bool {
+		if f.Group != "" && (d.Group == nil || *d.Group != f.Group) {
+			return false
+		}
+		if f.Presence != "" && d.Presence != f.Presence {
+			return false
+		}
+		if f.Watched != nil && d.Watched != *f.Watched {
+			return false
+		}
+		if f.Ignored != nil && d.Ignored != *f.Ignored {
+			return false
+		}
+		if f.Network != nil {
+			in := false
+			for _, a := range d.Addrs {
+				if a.RetiredAt == nil && f.Network.Contains(a.ip) {
+					in = true
+					break
+				}
+			}
+			if !in {
+				return false
+			}
+		}
+		return q == "" || strings.Contains(d.search, q)
+	}
+
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	if i.db == nil {
+		return page, fmt.Errorf("inventory: list devices: %w", ErrNotLoaded)
+	}
+	s := i.sortedBy(field)
+	var picked []*device
+	more := false
+	visit := func(n int, d *device) bool {
+		if n%1024 == 1023 && ctx.Err() != nil {
+			return false
+		}
+		if !match(d) {
+			return true
+		}
+		if len(picked) == limit {
+			more = true
+			return false
+		}
+		picked = append(picked, d)
+		return true
+	}
+	if desc {
+		end := len(s)
+		if atCursor != nil {
+			end = sort.Search(len(s), func(k int) bool { return atCursor(s[k]) >= 0 })
+		}
+		for k, n := end-1, 0; k >= 0 && visit(n, s[k]); k, n = k-1, n+1 {
+		}
+	} else {
+		begin := 0
+		if atCursor != nil {
+			begin = sort.Search(len(s), func(k int) bool { return atCursor(s[k]) > 0 })
+		}
+		for k, n := begin, 0; k < len(s) && visit(n, s[k]); k, n = k+1, n+1 {
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return page, err
+	}
+	page.Items = make([]projections.Device, len(picked))
+	for k, d := range picked {
+		page.Items[k] = d.view()
+	}
+	if more {
+		last := picked[len(picked)-1]
+		c := encodeCursor(devCursor{S: sortSpec, K: sortKeyString(last, field), I: last.ID})
+		page.NextCursor = &c
+	}
+	return page, nil
+}
+
+// Device returns one device, or an error wrapping projections.ErrNotFound.
+func (i *Inventory) Device(ctx context.Context, id string) (projections.Device, error) {
+	if err := ctx.Err(); err != nil {
+		return projections.Device{}, err
+	}
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	d := i.devs[id]
+	if d == nil {
+		return projections.Device{}, fmt.Errorf("inventory: device %q: %w", id, projections.ErrNotFound)
+	}
+	return d.view(), nil
+}
+
+// WatchState returns whether a device is watched and its presence, or an
+// error wrapping projections.ErrNotFound.
+func (i *Inventory) WatchState(id string) (projections.WatchState, error) {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	d := i.devs[id]
+	if d == nil {
+		return projections.WatchState{}, fmt.Errorf("inventory: device %q: %w", id, projections.ErrNotFound)
+	}
+	return projections.WatchState{Watched: d.Watched, Presence: d.Presence}, nil
+}
+
+// Groups returns the groups in use with their device counts, by name.
+func (i *Inventory) Groups(ctx context.Context) ([]projections.Group, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	i.idxMu.Lock()
+	defer i.idxMu.Unlock()
+	c := i.cache()
+	if c.groups == nil {
+		counts := map[string]int{}
+		for _, d := range i.devs {
+			if d.Group != nil {
+				counts[*d.Group]++
+			}
+		}
+		c.groups = make([]projections.Group, 0, len(counts))
+		for _, g := range sortedKeys(counts) {
+			c.groups = append(c.groups, projections.Group{Name: g, Devices: counts[g]})
+		}
+	}
+	return slices.Clone(c.groups), nil
+}
+
+// Stats returns counts across the inventory: by presence (every state,
+// zeros included), by group (grouped devices), by network (a device
+// counts once in each network of its current addresses), by source, the
+// watched and ignored counts, and the newest device (latest first
+// sighting, then greatest id).
+func (i *Inventory) Stats(ctx context.Context) (projections.Stats, error) {
+	if err := ctx.Err(); err != nil {
+		return projections.Stats{}, err
+	}
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	i.idxMu.Lock()
+	defer i.idxMu.Unlock()
+	c := i.cache()
+	if c.stats == nil {
+		st := &projections.Stats{
+			Devices:    len(i.devs),
+			ByPresence: map[string]int{presenceOnline: 0, presenceOffline: 0, presenceQuiet: 0},
+			ByGroup:    map[string]int{},
+			ByNetwork:  map[string]int{},
+			BySource:   map[string]int{},
+		}
+		var newest *device
+		for _, d := range i.devs {
+			st.ByPresence[d.Presence]++
+			if d.Group != nil {
+				st.ByGroup[*d.Group]++
+			}
+			var nets []string
+			for _, a := range d.Addrs {
+				if a.RetiredAt == nil && a.Network != "" && !slices.Contains(nets, a.Network) {
+					nets = append(nets, a.Network)
+					st.ByNetwork[a.Network]++
+				}
+			}
+			for _, s := range d.Sources {
+				st.BySource[s]++
+			}
+			if d.Watched {
+				st.Watched++
+			}
+			if d.Ignored {
+				st.Ignored++
+			}
+			if newest == nil || d.FirstSeen.After(newest.FirstSeen) ||
+				(d.FirstSeen.Equal(newest.FirstSeen) && d.ID > newest.ID) {
+				newest = d
+			}
+		}
+		c.stats, c.newest = st, newest
+	}
+	out := *c.stats
+	out.ByPresence = maps.Clone(c.stats.ByPresence)
+	out.ByGroup = maps.Clone(c.stats.ByGroup)
+	out.ByNetwork = maps.Clone(c.stats.ByNetwork)
+	out.BySource = maps.Clone(c.stats.BySource)
+	if c.newest != nil {
+		v := c.newest.view()
+		out.NewestDevice = &v
+	}
+	return out, nil
+}

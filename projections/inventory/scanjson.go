@@ -1,0 +1,119 @@
+package inventory
+
+import (
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jocasta/jocasta/projections"
+)
+
+// appendScanJSON appends the JSON encoding of s, byte for byte what
+// json.Marshal gives (a test and a fuzz target keep them equal). Scans are
+// written once per sweep, so replay speed depends on this being cheap.
+func appendScanJSON(b []byte, s *projections.Scan) []byte {
+	b = append(b, `{"id":`...)
+	b = appendJSONString(b, s.ID)
+	b = append(b, `,"source":`...)
+	b = appendJSONString(b, s.Source)
+	b = append(b, `,"kind":`...)
+	b = appendJSONString(b, s.Kind)
+	b = append(b, `,"started":`...)
+	b = appendJSONTime(b, s.Started)
+	b = append(b, `,"finished":`...)
+	b = appendJSONTime(b, s.Finished)
+	b = append(b, `,"duration_ms":`...)
+	b = strconv.AppendInt(b, s.DurationMS, 10)
+	b = append(b, `,"networks":`...)
+	b = appendJSONStrings(b, s.Networks)
+	b = append(b, `,"probes_sent":`...)
+	b = strconv.AppendInt(b, int64(s.ProbesSent), 10)
+	b = append(b, `,"hosts_found":`...)
+	b = strconv.AppendInt(b, int64(s.HostsFound), 10)
+	b = append(b, `,"complete":`...)
+	b = strconv.AppendBool(b, s.Complete)
+	b = append(b, `,"errors":`...)
+	b = appendJSONStrings(b, s.Errors)
+	return append(b, '}')
+}
+
+func appendJSONStrings(b []byte, ss []string) []byte {
+	if ss == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, s)
+	}
+	return append(b, ']')
+}
+
+// appendJSONTime is time.Time's MarshalJSON (RFC 3339 with nanoseconds).
+// Times outside years 0-9999, which MarshalJSON refuses, are written as
+// the zero time's encoding; the store never holds such times.
+func appendJSONTime(b []byte, t time.Time) []byte {
+	if y := t.Year(); y < 0 || y > 9999 {
+		t = time.Time{}
+	}
+	b = append(b, '"')
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	return append(b, '"')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString quotes s as encoding/json does with HTML escaping on:
+// <, >, & and U+2028/U+2029 as \u escapes, invalid UTF-8 as U+FFFD.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

@@ -1,0 +1,144 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jocasta/jocasta/events"
+	"github.com/jocasta/jocasta/projections/inventory"
+	"github.com/jocasta/jocasta/store"
+)
+
+// benchEvents is the size of the replay benchmarks' log:
+// JOCASTA_REPLAY_EVENTS, default 1,000,000.
+func benchEvents(b *testing.B) int {
+	if s := os.Getenv("JOCASTA_REPLAY_EVENTS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			b.Fatalf("JOCASTA_REPLAY_EVENTS=%q", s)
+		}
+		return n
+	}
+	return 1_000_000
+}
+
+// buildLog writes n events: sweeps of a 1,000-device network, each
+// reporting two devices (every device answers every 500 s, so it stays
+// online), every 50th event a clock tick, every 1,000th sweep a device
+// that moves to a new address and one never seen before.
+func buildLog(b *testing.B, path string, n int) *store.Store {
+	b.Helper()
+	st, err := store.Open(path, store.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const devices = 1000
+	host := func(k int, moved bool) events.SweepHost {
+		ip := fmt.Sprintf("10.0.%d.%d", k/250, k%250+1)
+		if moved {
+			ip = fmt.Sprintf("10.1.%d.%d", k/250%250, k%250+1)
+		}
+		return events.SweepHost{IP: ip, Network: "10.0.0.0/8", MAC: fmt.Sprintf("00:11:22:%02x:%02x:%02x", k>>16&0xff, k>>8&0xff, k&0xff),
+			Via: "icmp", RTTMicros: 700, Names: map[string]string{"dns": fmt.Sprintf("host-%d.lab", k)}}
+	}
+	batch := make([]events.Envelope, 0, 1000)
+	next := 0
+	for i := range n {
+		at := t0.Add(time.Duration(i) * time.Second)
+		var e events.Envelope
+		if i%50 == 49 {
+			e = events.MustNew(events.KindClockTicked, events.ClockTicked{At: at}, at)
+			e.Source = "clock"
+		} else {
+			hosts := []events.SweepHost{host(next%devices, false), host((next+1)%devices, false)}
+			next += 2
+			if i%1000 == 0 {
+				hosts = append(hosts, host(devices+i/1000, false), host(i/1000%devices, true))
+			}
+			e = events.MustNew(events.KindSweepCompleted, events.SweepCompleted{
+				ScanID: strconv.Itoa(i), Started: at.Add(-time.Second), Finished: at, Networks: []string{"10.0.0.0/8"},
+				ProbesSent: 2, Complete: true, Hosts: hosts,
+			}, at)
+			e.Source = "sweep:bench"
+		}
+		batch = append(batch, e)
+		if len(batch) == cap(batch) || i == n-1 {
+			if _, err := st.Append(context.Background(), batch...); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	return st
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkReplay1M is `jocasta replay`: copy a log of 1,000,000 events
+// into a fresh file and rebuild the inventory from it. It reports events
+// per second of wall time and per second of CPU time (the machine may be
+// shared).
+func BenchmarkReplay1M(b *testing.B) {
+	n := benchEvents(b)
+	dir := b.TempDir()
+	src := buildLog(b, filepath.Join(dir, "src.db"), n)
+	defer src.Close()
+	b.ResetTimer()
+	var cpu time.Duration
+	for k := 0; b.Loop(); k++ {
+		c := cpuTime()
+		out := filepath.Join(dir, fmt.Sprintf("out%d.db", k))
+		if err := Replay(context.Background(), src, out, time.Time{}, []Projection{newInventory(b)}, Options{}); err != nil {
+			b.Fatal(err)
+		}
+		cpu += cpuTime() - c
+		b.StopTimer()
+		_ = os.Remove(out)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(n*b.N)/cpu.Seconds(), "events/cpu-s")
+}
+
+// BenchmarkRebuild1M is the rebuild at start after a version change: the
+// runner applies 1,000,000 events from the log already in the file.
+func BenchmarkRebuild1M(b *testing.B) {
+	n := benchEvents(b)
+	dir := b.TempDir()
+	st := buildLog(b, filepath.Join(dir, "src.db"), n)
+	defer st.Close()
+	b.ResetTimer()
+	var cpu time.Duration
+	for k := 0; b.Loop(); k++ {
+		c := cpuTime()
+		inv := &versioned{Inventory: newInventory(b), v: k + 2}
+		r, err := New(st, []Projection{inv}, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := r.CatchUp(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		cpu += cpuTime() - c
+	}
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(n*b.N)/cpu.Seconds(), "events/cpu-s")
+}
+
+// versioned overrides the inventory's version (forcing a rebuild).
+type versioned struct {
+	*inventory.Inventory
+	v int
+}
+
+func (p *versioned) Version() int { return p.v }

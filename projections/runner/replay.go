@@ -1,0 +1,166 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/jocasta/jocasta/store"
+)
+
+// Replay rebuilds every projection from src's log into a fresh database
+// at dstPath (which must not exist): it copies the log up to until (all
+// of it when until is zero), and, when src was compacted, starts from the
+// newest snapshot at or before until that the copied log continues; then
+// it applies the rest of the log. The result is a complete database that
+// `jocasta serve` can open. An until before the first event gives an
+// empty inventory; an until older than what a compacted log can
+// reproduce is an error wrapping ErrCompacted that names the earliest
+// time that works. On error the output file is removed.
+//
+// projs must be fresh projections (not the ones serving src): Replay
+// loads them from the new file.
+func Replay(ctx context.Context, src *store.Store, dstPath string, until time.Time, projs []Projection, opts Options) (err error) {
+	if _, err := os.Lstat(dstPath); err == nil {
+		return fmt.Errorf("runner: replay into %s: %w", dstPath, ErrOutputExists)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("runner: replay into %s: %w", dstPath, err)
+	}
+	dst, err := store.Open(dstPath, store.Options{NoSync: true})
+	if err != nil {
+		return fmt.Errorf("runner: replay: %w", err)
+	}
+	defer func() {
+		if dst != nil {
+			if cerr := dst.Close(); err == nil && cerr != nil {
+				err = fmt.Errorf("runner: replay: %w", cerr)
+			}
+		}
+		if err != nil {
+			_ = os.Remove(dstPath)
+		}
+	}()
+	if src.First() <= 1 {
+		// Nothing compacted: apply while the log is being copied.
+		if err := copyAndApply(ctx, src, dst, until, projs, opts); err != nil {
+			return err
+		}
+		return finish(dst, dstPath, &dst)
+	}
+	if _, err := src.CopyLog(dst, until); err != nil {
+		return fmt.Errorf("runner: replay: %w", err)
+	}
+	if first := dst.First(); first > 1 {
+		snap, err := replayBase(src, dst, until)
+		if err != nil {
+			return err
+		}
+		err = dst.DB().Update(func(tx *bolt.Tx) error {
+			if err := store.RestoreSnapshotTx(tx, snap); err != nil {
+				return err
+			}
+			for _, p := range projs {
+				if err := store.SetCheckpoint(tx, p.Name(), snap.Seq); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("runner: replay: restore snapshot %d: %w", snap.Seq, err)
+		}
+		opts.setDefaults()
+		opts.Logf("replay: the log before seq %d was compacted; starting from the snapshot at seq %d (%s)", first, snap.Seq, snap.Time.Format(time.RFC3339))
+	}
+	r, err := New(dst, projs, opts)
+	if err != nil {
+		return err
+	}
+	if err := r.CatchUp(ctx); err != nil {
+		return err
+	}
+	return finish(dst, dstPath, &dst)
+}
+
+// finish syncs and closes the output, clearing *owner so the deferred
+// cleanup leaves it alone.
+func finish(dst *store.Store, dstPath string, owner **store.Store) error {
+	if err := dst.DB().Sync(); err != nil {
+		return fmt.Errorf("runner: replay: sync %s: %w", dstPath, err)
+	}
+	*owner = nil
+	if err := dst.Close(); err != nil {
+		return fmt.Errorf("runner: replay: %w", err)
+	}
+	return nil
+}
+
+// copyAndApply copies an uncompacted log into dst on one goroutine while
+// the projections catch up with what is already copied on this one.
+func copyAndApply(ctx context.Context, src, dst *store.Store, until time.Time, projs []Projection, opts Options) error {
+	r, err := New(dst, projs, opts)
+	if err != nil {
+		return err
+	}
+	if err := r.init(); err != nil {
+		return err
+	}
+	copied := make(chan error, 1)
+	go func() {
+		_, err := src.CopyLog(dst, until)
+		copied <- err
+	}()
+	poll := time.NewTicker(5 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		if err := r.catchUp(ctx); err != nil {
+			<-copied
+			return err
+		}
+		select {
+		case err := <-copied:
+			if err != nil {
+				return fmt.Errorf("runner: replay: %w", err)
+			}
+			return r.catchUp(ctx)
+		case <-poll.C:
+		}
+	}
+}
+
+// replayBase picks the snapshot a replay of a compacted log starts from:
+// the newest one the copied log continues whose time is at or before
+// until.
+func replayBase(src, dst *store.Store, until time.Time) (*store.Snapshot, error) {
+	first, head := dst.First(), dst.Head()
+	infos, err := dst.Snapshots()
+	if err != nil {
+		return nil, fmt.Errorf("runner: replay: %w", err)
+	}
+	for k := len(infos) - 1; k >= 0; k-- {
+		in := infos[k]
+		if in.Seq+1 >= first && in.Seq <= head && (until.IsZero() || !in.Time.After(until)) {
+			snap, err := dst.LoadSnapshot(in.Seq)
+			if err != nil {
+				return nil, fmt.Errorf("runner: replay: %w", err)
+			}
+			return snap, nil
+		}
+	}
+	all, err := src.Snapshots()
+	if err != nil {
+		return nil, fmt.Errorf("runner: replay: %w", err)
+	}
+	for _, in := range all {
+		if in.Seq+1 >= src.First() {
+			t := in.Time.UTC().Format(time.RFC3339)
+			return nil, fmt.Errorf("runner: replay: history before %s was compacted; the earliest replayable time is %s: %w", t, t, ErrCompacted)
+		}
+	}
+	return nil, fmt.Errorf("runner: replay: the log before seq %d was compacted and no snapshot covers it: %w", src.First(), ErrNoSnapshot)
+}

@@ -1,0 +1,751 @@
+package runner
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/jocasta/jocasta/events"
+	"github.com/jocasta/jocasta/store"
+)
+
+// Projection is a read model built from the log. The runner feeds it
+// every event after its checkpoint, in order, exactly once.
+type Projection interface {
+	// Name is the stable consumer id: its checkpoint key. Renaming a
+	// projection means consuming the whole log again.
+	Name() string
+	// Version of the projection's rows and rules. When it differs from
+	// the version stored, the projection is rebuilt from the log.
+	Version() int
+	// Buckets lists the bbolt buckets the projection owns. The runner
+	// creates them, drops them on a rebuild and puts them in snapshots.
+	Buckets() []string
+	// Apply folds one event into the projection's rows, inside the
+	// runner's write transaction. It must be deterministic: it reads the
+	// event and the projection's state, never the clock. An error rolls
+	// the whole batch back.
+	Apply(tx *bolt.Tx, ev events.Envelope) error
+	// Load rebuilds the projection's in-memory state from its buckets.
+	// The runner calls it at start, after a rebuild or restore, and after
+	// a failed commit, so memory never stays ahead of what is stored.
+	Load(tx *bolt.Tx) error
+}
+
+// Flusher is implemented by a projection that buffers row writes during
+// a batch: the runner calls Flush once per batch, in the batch's
+// transaction, after the last Apply and before the checkpoints move.
+type Flusher interface {
+	Flush(tx *bolt.Tx) error
+}
+
+// Preparer is implemented by a projection that can decode an event
+// before applying it. Prepare must only read ev (it runs on other
+// goroutines, ahead of the batch being applied); the runner then calls
+// ApplyPrepared instead of Apply with what Prepare returned. An error
+// from Prepare fails the batch at that event, as Apply's would.
+type Preparer interface {
+	Prepare(ev events.Envelope) (any, error)
+	ApplyPrepared(tx *bolt.Tx, ev events.Envelope, prepared any) error
+}
+
+// BucketVersions is the runner's bucket: projection name → the version
+// (8-byte big-endian) whose rows its buckets hold.
+const BucketVersions = "projection_versions"
+
+// Defaults for [Options].
+const (
+	DefaultBatchSize     = 10000
+	DefaultPollInterval  = 5 * time.Second
+	DefaultSnapshotEvery = 7 * 24 * time.Hour
+)
+
+// Options configures a [Runner].
+type Options struct {
+	// BatchSize is the most events applied in one write transaction.
+	// Default 10000.
+	BatchSize int
+	// PollInterval is how often the runner looks at the log when no
+	// doorbell rings (a safety net: Notify is the normal path). Default 5s.
+	PollInterval time.Duration
+	// SnapshotEvery is the least time, in event time, between two
+	// snapshots; snapshots are taken only right after a retention.purged
+	// event. Default 7 days.
+	SnapshotEvery time.Duration
+	// Logf reports rebuilds, restores and snapshots; nil discards.
+	Logf func(format string, args ...any)
+	// OnApplied is called after every committed batch with the seq every
+	// projection has reached (outside any transaction; keep it short,
+	// e.g. a doorbell).
+	OnApplied func(seq uint64)
+}
+
+func (o *Options) setDefaults() {
+	if o.BatchSize <= 0 {
+		o.BatchSize = DefaultBatchSize
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = DefaultPollInterval
+	}
+	if o.SnapshotEvery <= 0 {
+		o.SnapshotEvery = DefaultSnapshotEvery
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+}
+
+// Runner feeds the log to projections. Create it with [New]; call Run
+// (or CatchUp) once.
+type Runner struct {
+	st    *store.Store
+	projs []Projection
+	opts  Options
+	bell  chan struct{}
+
+	running atomic.Bool
+	inited  bool
+	ready   atomic.Bool
+
+	mu        sync.Mutex
+	applied   []uint64 // checkpoint of each projection, as committed
+	minSeq    uint64   // min(applied)
+	startHead uint64
+	advanced  chan struct{} // closed and replaced whenever minSeq moves
+	stopped   chan struct{} // closed when Run returns
+	stopErr   error
+}
+
+// New returns a runner of projs over st. Names must be unique and non-empty.
+func New(st *store.Store, projs []Projection, opts Options) (*Runner, error) {
+	opts.setDefaults()
+	seen := map[string]bool{}
+	for _, p := range projs {
+		n := p.Name()
+		if n == "" {
+			return nil, errors.New("runner: a projection has an empty name")
+		}
+		if seen[n] {
+			return nil, fmt.Errorf("runner: projection %q registered twice", n)
+		}
+		if p.Version() < 1 {
+			return nil, fmt.Errorf("runner: projection %q: version must be ≥ 1", n)
+		}
+		seen[n] = true
+	}
+	return &Runner{
+		st: st, projs: slices.Clone(projs), opts: opts,
+		bell:     make(chan struct{}, 1),
+		applied:  make([]uint64, len(projs)),
+		advanced: make(chan struct{}),
+		stopped:  make(chan struct{}),
+	}, nil
+}
+
+// Notify rings the doorbell: new events may be in the log. It never
+// blocks; rings coalesce. Wire it to store.OnCommit.
+func (r *Runner) Notify() {
+	select {
+	case r.bell <- struct{}{}:
+	default:
+	}
+}
+
+// Ready reports whether every projection has applied the head the log
+// had when Run started.
+func (r *Runner) Ready() bool { return r.ready.Load() }
+
+// Applied returns the seq every projection has reached.
+func (r *Runner) Applied() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.minSeq
+}
+
+// WaitFor returns once every projection has applied seq, when ctx ends
+// (ctx.Err()), or when Run has stopped (ErrStopped, with Run's error).
+func (r *Runner) WaitFor(ctx context.Context, seq uint64) error {
+	for {
+		r.mu.Lock()
+		if r.minSeq >= seq {
+			r.mu.Unlock()
+			return nil
+		}
+		adv, stopped := r.advanced, r.stopped
+		r.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-adv:
+		case <-stopped:
+			r.mu.Lock()
+			err := r.stopErr
+			r.mu.Unlock()
+			if err != nil {
+				return fmt.Errorf("runner: wait for seq %d: %w: %w", seq, ErrStopped, err)
+			}
+			return fmt.Errorf("runner: wait for seq %d: %w", seq, ErrStopped)
+		}
+	}
+}
+
+// Run prepares the projections (rebuilding those whose version changed),
+// catches them up with the log, then keeps them caught up, waking on
+// Notify or every PollInterval, until ctx ends (returning ctx.Err()) or
+// a batch fails (returning its error, after reloading every projection's
+// memory from what is committed). Run may be called once.
+func (r *Runner) Run(ctx context.Context) (err error) {
+	if !r.running.CompareAndSwap(false, true) {
+		return ErrAlreadyRunning
+	}
+	defer func() {
+		r.mu.Lock()
+		r.stopErr = err
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			r.stopErr = nil
+		}
+		close(r.stopped)
+		r.mu.Unlock()
+	}()
+	r.mu.Lock()
+	r.startHead = r.st.Head()
+	r.mu.Unlock()
+	if err := r.init(); err != nil {
+		return err
+	}
+	timer := time.NewTimer(r.opts.PollInterval)
+	defer timer.Stop()
+	for {
+		if err := r.catchUp(ctx); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-r.bell:
+		case <-timer.C:
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(r.opts.PollInterval)
+	}
+}
+
+// CatchUp prepares the projections and applies every event up to the
+// head as it is now, then returns. Replay and tools use it instead of Run.
+func (r *Runner) CatchUp(ctx context.Context) error {
+	if !r.running.CompareAndSwap(false, true) {
+		return ErrAlreadyRunning
+	}
+	defer r.running.Store(false)
+	r.mu.Lock()
+	r.startHead = r.st.Head()
+	r.mu.Unlock()
+	if !r.inited {
+		if err := r.init(); err != nil {
+			return err
+		}
+	}
+	return r.catchUp(ctx)
+}
+
+// plan is what init decided for one projection.
+type plan struct {
+	stored  int // version in BucketVersions, 0 when none
+	cp      uint64
+	rebuild bool
+	restore bool // start from a snapshot: the log before cp was compacted
+}
+
+// init brings every projection to a state it can continue from: buckets
+// exist, a projection whose version changed is dropped and starts over
+// (from the newest snapshot if the log before it was compacted), the
+// version is recorded, then every projection loads its memory.
+func (r *Runner) init() error {
+	first := r.st.First()
+	plans := make([]plan, len(r.projs))
+	err := r.st.DB().View(func(tx *bolt.Tx) error {
+		vb := tx.Bucket([]byte(BucketVersions))
+		for k, p := range r.projs {
+			pl := &plans[k]
+			if vb != nil {
+				if v := vb.Get([]byte(p.Name())); len(v) == 8 {
+					pl.stored = int(binary.BigEndian.Uint64(v))
+				}
+			}
+			pl.cp = store.Checkpoint(tx, p.Name())
+			// A version change, or rows of unknown version (a checkpoint
+			// but no version), means starting over.
+			if pl.stored != p.Version() && (pl.stored != 0 || pl.cp != 0) {
+				pl.rebuild, pl.cp = true, 0
+			}
+			if pl.cp+1 < first {
+				pl.restore = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("runner: read versions: %w", err)
+	}
+	var snap *store.Snapshot
+	if slices.ContainsFunc(plans, func(p plan) bool { return p.restore }) {
+		if snap, err = r.coveringSnapshot(first); err != nil {
+			return err
+		}
+	}
+	err = r.st.DB().Update(func(tx *bolt.Tx) error {
+		vb, err := tx.CreateBucketIfNotExists([]byte(BucketVersions))
+		if err != nil {
+			return err
+		}
+		for k, p := range r.projs {
+			pl := plans[k]
+			if pl.rebuild {
+				r.opts.Logf("projection %s: version %d → %d, rebuilding from the log", p.Name(), pl.stored, p.Version())
+				for _, b := range p.Buckets() {
+					if tx.Bucket([]byte(b)) != nil {
+						if err := tx.DeleteBucket([]byte(b)); err != nil {
+							return fmt.Errorf("projection %s: drop bucket %q: %w", p.Name(), b, err)
+						}
+					}
+				}
+			}
+			if pl.restore {
+				if err := restoreProjection(tx, snap, p); err != nil {
+					return err
+				}
+				pl.cp = snap.Seq
+				r.opts.Logf("projection %s: the log before seq %d was compacted; starting from the snapshot at seq %d", p.Name(), first, snap.Seq)
+			}
+			for _, b := range p.Buckets() {
+				if _, err := tx.CreateBucketIfNotExists([]byte(b)); err != nil {
+					return fmt.Errorf("projection %s: create bucket %q: %w", p.Name(), b, err)
+				}
+			}
+			var v [8]byte
+			binary.BigEndian.PutUint64(v[:], uint64(p.Version()))
+			if err := vb.Put([]byte(p.Name()), v[:]); err != nil {
+				return err
+			}
+			if err := store.SetCheckpoint(tx, p.Name(), pl.cp); err != nil {
+				return err
+			}
+			plans[k].cp = pl.cp
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("runner: prepare projections: %w", err)
+	}
+	if err := r.loadAll(); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	for k := range r.projs {
+		r.applied[k] = plans[k].cp
+	}
+	r.advanceLocked()
+	r.mu.Unlock()
+	r.inited = true
+	return nil
+}
+
+// coveringSnapshot loads the newest snapshot a compacted log can
+// continue from (Seq ≥ first-1).
+func (r *Runner) coveringSnapshot(first uint64) (*store.Snapshot, error) {
+	infos, err := r.st.Snapshots()
+	if err != nil {
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	for k := len(infos) - 1; k >= 0; k-- {
+		if infos[k].Seq+1 >= first && infos[k].Seq <= r.st.Head() {
+			snap, err := r.st.LoadSnapshot(infos[k].Seq)
+			if err != nil {
+				return nil, fmt.Errorf("runner: %w", err)
+			}
+			return snap, nil
+		}
+	}
+	return nil, fmt.Errorf("runner: the log before seq %d was compacted and no snapshot covers it: %w", first, ErrNoSnapshot)
+}
+
+// restoreProjection replaces p's buckets with their state in snap (empty
+// when the snapshot does not hold them).
+func restoreProjection(tx *bolt.Tx, snap *store.Snapshot, p Projection) error {
+	sub := &store.Snapshot{Seq: snap.Seq, Hash: snap.Hash, Time: snap.Time, Buckets: map[string][]store.KV{}}
+	for _, b := range p.Buckets() {
+		kvs, ok := snap.Buckets[b]
+		if !ok {
+			kvs = []store.KV{}
+		}
+		sub.Buckets[b] = kvs
+		if sq, ok := snap.Sequences[b]; ok {
+			if sub.Sequences == nil {
+				sub.Sequences = map[string]uint64{}
+			}
+			sub.Sequences[b] = sq
+		}
+	}
+	if err := store.RestoreSnapshotTx(tx, sub); err != nil {
+		return fmt.Errorf("projection %s: %w", p.Name(), err)
+	}
+	return nil
+}
+
+// loadAll has every projection load its memory from what is committed.
+func (r *Runner) loadAll() error {
+	err := r.st.DB().View(func(tx *bolt.Tx) error {
+		var errs []error
+		for _, p := range r.projs {
+			if err := p.Load(tx); err != nil {
+				errs = append(errs, fmt.Errorf("projection %s: load: %w", p.Name(), err))
+			}
+		}
+		return errors.Join(errs...)
+	})
+	if err != nil {
+		return fmt.Errorf("runner: %w", err)
+	}
+	return nil
+}
+
+// advanceLocked recomputes minSeq and wakes waiters. r.mu is held.
+func (r *Runner) advanceLocked() {
+	m := uint64(0)
+	for k, a := range r.applied {
+		if k == 0 || a < m {
+			m = a
+		}
+	}
+	if len(r.applied) == 0 {
+		m = r.st.Head()
+	}
+	if m != r.minSeq || !r.ready.Load() {
+		r.minSeq = m
+		close(r.advanced)
+		r.advanced = make(chan struct{})
+	}
+	if m >= r.startHead {
+		r.ready.Store(true)
+	}
+}
+
+// batch is a run of events read from the log, with what each Preparer
+// made of them (prep[k][j] for projection k and event j).
+type batch struct {
+	evs  []events.Envelope
+	prep [][]any
+	perr [][]error
+	err  error
+}
+
+// catchUp applies batches until every projection is at the head. One
+// goroutine reads (and prepares) the next batches while this one applies
+// the current, so reading, decoding and applying overlap.
+func (r *Runner) catchUp(ctx context.Context) error {
+	r.mu.Lock()
+	from := r.minSeq + 1
+	if len(r.projs) == 0 || from > r.st.Head() {
+		r.advanceLocked()
+		r.mu.Unlock()
+		return nil
+	}
+	r.mu.Unlock()
+
+	rctx, cancel := context.WithCancel(ctx)
+	ch := make(chan *batch, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(ch)
+		r.read(rctx, from, ch)
+	}()
+	defer func() {
+		cancel()
+		for range ch { // unblock the reader
+		}
+		wg.Wait()
+	}()
+	for b := range ch {
+		if b.err != nil {
+			return b.err
+		}
+		if err := r.applyBatch(b); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// read sends batches of events from seq from on until the end of the
+// log (or ctx's end). It reads and prepares the parts of a batch on up to
+// GOMAXPROCS goroutines. A batch ends early after a retention.purged, so
+// that a snapshot can be taken right after it.
+func (r *Runner) read(ctx context.Context, from uint64, ch chan<- *batch) {
+	send := func(b *batch) bool {
+		select {
+		case ch <- b:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for ctx.Err() == nil {
+		evs, err := r.readParallel(from)
+		if err != nil {
+			send(&batch{err: err})
+			return
+		}
+		if len(evs) == 0 {
+			return
+		}
+		for k, e := range evs {
+			if e.Kind == events.KindRetentionPurged {
+				evs = evs[:k+1]
+				break
+			}
+		}
+		b := &batch{evs: evs}
+		r.prepare(b)
+		if !send(b) {
+			return
+		}
+		from = evs[len(evs)-1].Seq + 1
+	}
+}
+
+// readParallel reads up to BatchSize events from seq from on, splitting
+// the range over several read transactions run at once (decoding the
+// stored JSON is most of the work). It returns the events in order up to
+// the first gap (the head moving between the reads), and an error if the
+// log does not start at from.
+func (r *Runner) readParallel(from uint64) ([]events.Envelope, error) {
+	size := r.opts.BatchSize
+	parts := 1
+	if ahead := r.st.Head() - from + 1; r.st.Head() >= from && ahead > uint64(2*prepareChunk) {
+		parts = min(runtime.GOMAXPROCS(0), int(min(ahead, uint64(size))/prepareChunk))
+	}
+	per := (size + parts - 1) / parts
+	res := make([][]events.Envelope, parts)
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for k := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res[k], errs[k] = r.st.Read(from+uint64(k*per), per)
+		}()
+	}
+	wg.Wait()
+	out := res[0]
+	if errs[0] != nil {
+		return nil, fmt.Errorf("runner: read from %d: %w", from, errs[0])
+	}
+	if len(out) > 0 && out[0].Seq != from {
+		return nil, fmt.Errorf("runner: read from %d: the log starts at %d (compacted past a projection): %w", from, out[0].Seq, ErrNoSnapshot)
+	}
+	for k := 1; k < parts && len(res[k-1]) == per && errs[k] == nil; k++ {
+		if len(res[k]) == 0 || res[k][0].Seq != out[len(out)-1].Seq+1 {
+			break
+		}
+		out = append(out, res[k]...)
+	}
+	return out, nil
+}
+
+// prepareChunk is the least number of events worth a goroutine.
+const prepareChunk = 256
+
+// prepare runs every Preparer over the batch, on up to GOMAXPROCS
+// goroutines.
+func (r *Runner) prepare(b *batch) {
+	var preps []int
+	for k, p := range r.projs {
+		if _, ok := p.(Preparer); ok {
+			preps = append(preps, k)
+		}
+	}
+	if len(preps) == 0 {
+		return
+	}
+	n := len(b.evs)
+	b.prep = make([][]any, len(r.projs))
+	b.perr = make([][]error, len(r.projs))
+	for _, k := range preps {
+		b.prep[k] = make([]any, n)
+		b.perr[k] = make([]error, n)
+	}
+	work := func(lo, hi int) {
+		for _, k := range preps {
+			p := r.projs[k].(Preparer)
+			for j := lo; j < hi; j++ {
+				b.prep[k][j], b.perr[k][j] = p.Prepare(b.evs[j])
+			}
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), (n+prepareChunk-1)/prepareChunk)
+	if workers <= 1 {
+		work(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	per := (n + workers - 1) / workers
+	for lo := 0; lo < n; lo += per {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			work(lo, hi)
+		}(lo, min(lo+per, n))
+	}
+	wg.Wait()
+}
+
+// applyBatch applies a batch to every projection not past it, flushes,
+// and moves the checkpoints, in one write transaction: either all of it
+// commits or none of it does. After a retention.purged that ends the
+// batch, it snapshots every projection when the newest snapshot is older
+// than SnapshotEvery.
+func (r *Runner) applyBatch(b *batch) error {
+	evs := b.evs
+	last := evs[len(evs)-1]
+	snapshot := false
+	if last.Kind == events.KindRetentionPurged {
+		var err error
+		if snapshot, err = r.snapshotDue(last.Time); err != nil {
+			return err
+		}
+	}
+	r.mu.Lock()
+	applied := slices.Clone(r.applied)
+	r.mu.Unlock()
+
+	err := r.st.DB().Update(func(tx *bolt.Tx) error {
+		for j, ev := range evs {
+			for k, p := range r.projs {
+				if applied[k] >= ev.Seq {
+					continue
+				}
+				var err error
+				if b.prep != nil && b.prep[k] != nil {
+					if err = b.perr[k][j]; err == nil {
+						err = p.(Preparer).ApplyPrepared(tx, ev, b.prep[k][j])
+					}
+				} else {
+					err = p.Apply(tx, ev)
+				}
+				if err != nil {
+					return fmt.Errorf("projection %s: seq %d: %w", p.Name(), ev.Seq, err)
+				}
+			}
+		}
+		for k, p := range r.projs {
+			if applied[k] >= last.Seq {
+				continue
+			}
+			if f, ok := p.(Flusher); ok {
+				if err := f.Flush(tx); err != nil {
+					return fmt.Errorf("projection %s: flush: %w", p.Name(), err)
+				}
+			}
+			if err := store.SetCheckpoint(tx, p.Name(), last.Seq); err != nil {
+				return err
+			}
+		}
+		if snapshot {
+			if err := store.SaveSnapshotTx(tx, last.Seq, last.Time, r.snapshotBuckets()); err != nil {
+				return err
+			}
+			r.opts.Logf("snapshot of the projections at seq %d", last.Seq)
+		}
+		return nil
+	})
+	if err != nil {
+		err = fmt.Errorf("runner: apply seq %d..%d: %w", evs[0].Seq, last.Seq, err)
+		if lerr := r.loadAll(); lerr != nil {
+			err = errors.Join(err, lerr)
+		}
+		return err
+	}
+	r.mu.Lock()
+	for k := range r.applied {
+		r.applied[k] = max(r.applied[k], last.Seq)
+	}
+	r.advanceLocked()
+	seq := r.minSeq
+	r.mu.Unlock()
+	if r.opts.OnApplied != nil {
+		r.opts.OnApplied(seq)
+	}
+	return nil
+}
+
+// snapshotBuckets lists every projection's buckets and the versions.
+func (r *Runner) snapshotBuckets() []string {
+	out := []string{BucketVersions}
+	for _, p := range r.projs {
+		out = append(out, p.Buckets()...)
+	}
+	return out
+}
+
+// snapshotDue reports whether the newest snapshot is older than
+// SnapshotEvery at event time t (or there is none).
+func (r *Runner) snapshotDue(t time.Time) (bool, error) {
+	infos, err := r.st.Snapshots()
+	if err != nil {
+		return false, fmt.Errorf("runner: %w", err)
+	}
+	var newest time.Time
+	for _, in := range infos {
+		if in.Time.After(newest) {
+			newest = in.Time
+		}
+	}
+	return len(infos) == 0 || t.Sub(newest) >= r.opts.SnapshotEvery, nil
+}
+
+// Compact removes the log behind the newest snapshot taken before
+// `before` (the history cutoff), provided every projection has passed it,
+// and deletes the snapshots older than that one. It returns how many
+// events it removed (0 when no snapshot qualifies or the log is already
+// compacted that far).
+func (r *Runner) Compact(ctx context.Context, before time.Time) (int, error) {
+	infos, err := r.st.Snapshots()
+	if err != nil {
+		return 0, fmt.Errorf("runner: compact: %w", err)
+	}
+	applied := r.Applied()
+	var base *store.SnapshotInfo
+	for k := range infos {
+		in := &infos[k]
+		if in.Time.Before(before) && in.Seq <= applied && (base == nil || in.Seq > base.Seq) {
+			base = in
+		}
+	}
+	if base == nil || base.Seq+1 <= r.st.First() {
+		return 0, nil
+	}
+	n, err := r.st.Compact(ctx, base.Seq)
+	if err != nil {
+		return n, fmt.Errorf("runner: compact through %d: %w", base.Seq, err)
+	}
+	if err := r.st.DeleteSnapshotsBefore(base.Seq); err != nil {
+		return n, fmt.Errorf("runner: compact: %w", err)
+	}
+	r.opts.Logf("compacted %d events through seq %d (snapshot of %s)", n, base.Seq, base.Time.Format(time.RFC3339))
+	return n, nil
+}

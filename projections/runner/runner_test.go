@@ -1,0 +1,350 @@
+package runner
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/jocasta/jocasta/events"
+	"github.com/jocasta/jocasta/store"
+)
+
+var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+// counting is a test projection: it writes one row per event (seq →
+// version that applied it) and fails if a row is already there, so an
+// event applied twice is an error; it counts its Apply calls.
+type counting struct {
+	name    string
+	version int
+	// failAt makes Apply fail (once) at that seq; exitAt exits the
+	// process there (crash tests).
+	failAt, exitAt uint64
+
+	mu      sync.Mutex
+	applied int
+	rows    int // rows seen by the last Load
+	loads   int
+}
+
+func (c *counting) Name() string      { return c.name }
+func (c *counting) Version() int      { return c.version }
+func (c *counting) Buckets() []string { return []string{c.name + ".rows"} }
+
+func (c *counting) Apply(tx *bolt.Tx, ev events.Envelope) error {
+	b := tx.Bucket([]byte(c.name + ".rows"))
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], ev.Seq)
+	if b.Get(k[:]) != nil {
+		return fmt.Errorf("seq %d applied twice", ev.Seq)
+	}
+	if err := b.Put(k[:], []byte(strconv.Itoa(c.version))); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.applied++
+	if ev.Seq == c.exitAt {
+		os.Exit(3) // a crash after rows were written, before the commit
+	}
+	if ev.Seq == c.failAt {
+		c.failAt = 0
+		return errors.New("injected failure")
+	}
+	return nil
+}
+
+func (c *counting) Load(tx *bolt.Tx) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.loads++
+	c.rows = tx.Bucket([]byte(c.name + ".rows")).Stats().KeyN
+	return nil
+}
+
+func (c *counting) stats() (applied, rows, loads int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.applied, c.rows, c.loads
+}
+
+// rowsOf checks the stored rows of a counting projection: exactly one per
+// seq 1..head, and returns the checkpoint.
+func rowsOf(t *testing.T, st *store.Store, name string, head uint64) uint64 {
+	t.Helper()
+	var cp uint64
+	err := st.DB().View(func(tx *bolt.Tx) error {
+		cp = store.Checkpoint(tx, name)
+		b := tx.Bucket([]byte(name + ".rows"))
+		n := uint64(0)
+		return b.ForEach(func(k, v []byte) error {
+			n++
+			if s := binary.BigEndian.Uint64(k); s != n {
+				return fmt.Errorf("row %d where %d expected", s, n)
+			}
+			if n > cp {
+				return fmt.Errorf("row %d beyond checkpoint %d", n, cp)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	_ = st.DB().View(func(tx *bolt.Tx) error { n = tx.Bucket([]byte(name + ".rows")).Stats().KeyN; return nil })
+	if uint64(n) != cp {
+		t.Fatalf("%s: %d rows, checkpoint %d", name, n, cp)
+	}
+	if cp != head {
+		t.Fatalf("%s: checkpoint %d, want %d", name, cp, head)
+	}
+	return cp
+}
+
+func openStore(t testing.TB, path string) *store.Store {
+	t.Helper()
+	st, err := store.Open(path, store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// appendTicks appends n clock ticks a second apart from t0 + start s.
+func appendTicks(t testing.TB, st *store.Store, start, n int) uint64 {
+	t.Helper()
+	evs := make([]events.Envelope, n)
+	for k := range n {
+		at := t0.Add(time.Duration(start+k) * time.Second)
+		evs[k] = events.MustNew(events.KindClockTicked, events.ClockTicked{At: at}, at)
+		evs[k].Source = "clock"
+	}
+	out, err := st.Append(context.Background(), evs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out[len(out)-1].Seq
+}
+
+func TestExactlyOnceAfterFailedBatch(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "j.db"))
+	defer st.Close()
+	head := appendTicks(t, st, 0, 100)
+
+	a := &counting{name: "a", version: 1, failAt: 57}
+	b := &counting{name: "b", version: 1}
+	r, err := New(st, []Projection{a, b}, Options{BatchSize: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "injected failure") || r.Ready() {
+		t.Fatalf("Run = %v, ready %v; want the injected failure", err, r.Ready())
+	}
+	// Batches 1-50 committed; the batch with 57 rolled back for both.
+	rowsOf(t, st, "a", 50)
+	rowsOf(t, st, "b", 50)
+	if _, rows, loads := a.stats(); loads != 2 || rows != 50 {
+		t.Errorf("after the failure a reloaded %d times with %d rows, want 2 and 50", loads, rows)
+	}
+	if err := r.WaitFor(context.Background(), 100); !errors.Is(err, ErrStopped) {
+		t.Errorf("WaitFor after the failure = %v", err)
+	}
+
+	// Restart: every event applied exactly once in total.
+	a2, b2 := &counting{name: "a", version: 1}, &counting{name: "b", version: 1}
+	r2, _ := New(st, []Projection{a2, b2}, Options{BatchSize: 10})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r2.Run(ctx) }()
+	if err := r2.WaitFor(ctx, head); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("Run = %v", err)
+	}
+	rowsOf(t, st, "a", head)
+	rowsOf(t, st, "b", head)
+	if n, _, _ := a2.stats(); n != 50 {
+		t.Errorf("restart applied %d events, want 50", n)
+	}
+}
+
+// TestCrashHelper is the child process of TestExactlyOnceAfterCrash.
+func TestCrashHelper(t *testing.T) {
+	path := os.Getenv("JOCASTA_RUNNER_CRASH_DB")
+	if path == "" {
+		t.Skip("helper process for TestExactlyOnceAfterCrash")
+	}
+	st := openStore(t, path)
+	p := &counting{name: "a", version: 1, exitAt: 57}
+	r, _ := New(st, []Projection{p}, Options{BatchSize: 10})
+	_ = r.CatchUp(context.Background())
+	t.Fatal("the crash did not happen")
+}
+
+func TestExactlyOnceAfterCrash(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.db")
+	st := openStore(t, path)
+	head := appendTicks(t, st, 0, 100)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "JOCASTA_RUNNER_CRASH_DB="+path)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	st = openStore(t, path)
+	defer st.Close()
+	rowsOf(t, st, "a", 50) // the batch being written when the process died is gone
+	p := &counting{name: "a", version: 1}
+	r, _ := New(st, []Projection{p}, Options{BatchSize: 10})
+	if err := r.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rowsOf(t, st, "a", head)
+	if n, _, _ := p.stats(); n != 50 {
+		t.Errorf("applied %d after the crash, want 50", n)
+	}
+}
+
+func TestRebuildOnVersionChange(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "j.db"))
+	defer st.Close()
+	head := appendTicks(t, st, 0, 30)
+	a, b := &counting{name: "a", version: 1}, &counting{name: "b", version: 1}
+	r, _ := New(st, []Projection{a, b}, Options{})
+	if err := r.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	head = appendTicks(t, st, 30, 5)
+
+	a2, b2 := &counting{name: "a", version: 2}, &counting{name: "b", version: 1}
+	r2, _ := New(st, []Projection{a2, b2}, Options{})
+	if err := r2.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, _ := a2.stats(); n != int(head) {
+		t.Errorf("a (version changed) applied %d events, want all %d", n, head)
+	}
+	if n, _, _ := b2.stats(); n != 5 {
+		t.Errorf("b (same version) applied %d events, want the 5 new ones", n)
+	}
+	rowsOf(t, st, "a", head)
+	rowsOf(t, st, "b", head)
+	// Every row of a was written by version 2: the old rows were dropped.
+	_ = st.DB().View(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("a.rows")).ForEach(func(k, v []byte) error {
+			if string(v) != "2" {
+				t.Errorf("row %x written by version %s", k, v)
+			}
+			return nil
+		})
+	})
+}
+
+func TestReadyAndWaitFor(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "j.db"))
+	defer st.Close()
+	startHead := appendTicks(t, st, 0, 25)
+	gate := make(chan struct{})
+	slow := &gated{counting: counting{name: "a", version: 1}, gate: gate, at: 20}
+	r, _ := New(st, []Projection{slow}, Options{BatchSize: 5, PollInterval: time.Hour})
+	st.OnCommit(func(uint64) { r.Notify() })
+	if r.Ready() {
+		t.Fatal("ready before Run")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	if err := r.WaitFor(ctx, 15); err != nil {
+		t.Fatal(err)
+	}
+	if r.Ready() {
+		t.Error("ready while behind the head seen at start")
+	}
+	short, cancelShort := context.WithTimeout(ctx, 20*time.Millisecond)
+	if err := r.WaitFor(short, startHead); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("WaitFor while blocked = %v", err)
+	}
+	cancelShort()
+	close(gate)
+	if err := r.WaitFor(ctx, startHead); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Ready() {
+		t.Error("not ready after applying the head seen at start")
+	}
+	// New events arrive through the doorbell, not the (hour-long) poll.
+	next := appendTicks(t, st, 100, 1)
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	if err := r.WaitFor(wctx, next); err != nil {
+		t.Fatalf("event after start not applied: %v", err)
+	}
+	if got := r.Applied(); got != next {
+		t.Errorf("Applied = %d, want %d", got, next)
+	}
+	if err := r.Run(ctx); !errors.Is(err, ErrAlreadyRunning) {
+		t.Errorf("second Run = %v", err)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("Run = %v", err)
+	}
+	if err := r.WaitFor(context.Background(), next+1); !errors.Is(err, ErrStopped) {
+		t.Errorf("WaitFor after stop = %v", err)
+	}
+}
+
+// gated blocks Apply of seq `at` until gate closes.
+type gated struct {
+	counting
+	gate chan struct{}
+	at   uint64
+}
+
+func (g *gated) Apply(tx *bolt.Tx, ev events.Envelope) error {
+	if ev.Seq == g.at {
+		<-g.gate
+	}
+	return g.counting.Apply(tx, ev)
+}
+
+func TestNewRejectsBadProjections(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "j.db"))
+	defer st.Close()
+	for _, projs := range [][]Projection{
+		{&counting{name: "a", version: 1}, &counting{name: "a", version: 1}},
+		{&counting{name: "", version: 1}},
+		{&counting{name: "a", version: 0}},
+	} {
+		if _, err := New(st, projs, Options{}); err == nil {
+			t.Errorf("New accepted %v", projs)
+		}
+	}
+	r, err := New(st, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CatchUp(context.Background()); err != nil || !r.Ready() {
+		t.Errorf("no projections: %v ready=%v", err, r.Ready())
+	}
+}

@@ -1,0 +1,367 @@
+package devicesweep
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/jocasta/jocasta/sources"
+	"github.com/jocasta/jocasta/sources/icmpsweep"
+	"github.com/jocasta/jocasta/sources/neighbour"
+)
+
+// Defaults, as in the service contract (scan.devices.*).
+const (
+	DefaultRate   = 1000
+	DefaultRounds = 2
+	DefaultWait   = 2 * time.Second
+)
+
+// Config configures a [Sweeper].
+type Config struct {
+	// Networks are the prefixes to sweep (networks). Required; each at
+	// most 2^24 addresses.
+	Networks []netip.Prefix
+	// Rate is the most ICMP probes per second (default 1000).
+	Rate int
+	// Rounds is the number of probes to each silent address (default 2).
+	Rounds int
+	// Wait is how long replies are awaited after the last probe (default
+	// 2s). Zero means the default; a negative value is an error.
+	Wait time.Duration
+	// ResolveMACs fills Host.MAC from the neighbour table
+	// (scan.devices.resolve_macs). The table is read in any case, to find
+	// hosts that answered ARP/NDP but dropped ICMP.
+	ResolveMACs bool
+	// Enrichers run in order on the hosts of each sweep (reverse DNS,
+	// mDNS, NetBIOS, DNS-SD, SSDP).
+	Enrichers []sources.Enricher
+	// ICMPMode forces the ICMP socket kind; empty tries the unprivileged
+	// datagram socket, then a raw socket.
+	ICMPMode icmpsweep.Mode
+	// Logf receives warnings (network size, skipped neighbour entries);
+	// nil discards them.
+	Logf func(format string, args ...any)
+}
+
+func (c *Config) setDefaults() {
+	if c.Rate == 0 {
+		c.Rate = DefaultRate
+	}
+	if c.Rounds == 0 {
+		c.Rounds = DefaultRounds
+	}
+	if c.Wait == 0 {
+		c.Wait = DefaultWait
+	}
+	if c.Logf == nil {
+		c.Logf = func(string, ...any) {}
+	}
+}
+
+// Validate reports every problem at once; it also returns the size
+// warnings of the networks.
+func (c *Config) Validate() (warnings []string, err error) {
+	var errs []error
+	if len(c.Networks) == 0 {
+		errs = append(errs, fmt.Errorf("%w: networks: empty; list the CIDR prefixes to sweep, e.g. 192.168.1.0/24", ErrConfig))
+	}
+	for i, e := range c.Enrichers {
+		if e == nil {
+			errs = append(errs, fmt.Errorf("%w: enricher %d is nil", ErrConfig, i))
+		}
+	}
+	if c.ICMPMode != "" && c.ICMPMode != icmpsweep.ModeDatagram && c.ICMPMode != icmpsweep.ModeRaw {
+		errs = append(errs, fmt.Errorf("%w: ICMP mode %q: want %q or %q", ErrConfig, c.ICMPMode, icmpsweep.ModeDatagram, icmpsweep.ModeRaw))
+	}
+	if len(c.Networks) > 0 {
+		w, err := icmpsweep.Check(c.Networks, c.params())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: %w", ErrConfig, err))
+		}
+		warnings = w
+	}
+	return warnings, errors.Join(errs...)
+}
+
+func (c *Config) params() icmpsweep.Params {
+	return icmpsweep.Params{Rate: c.Rate, Rounds: c.Rounds, Wait: c.Wait}
+}
+
+// recheck tells the ICMP sweep which silent addresses deserve another
+// round. An on-link address is probed again only when its ARP/NDP
+// resolution completed (it is there but dropped or lost the echo): for
+// the others the kernel already sent its three ARP requests, and another
+// probe would only fill the neighbour table again (which, past
+// gc_thresh3, is what slows an on-link sweep down). Off-link addresses
+// are always probed again.
+func (s *Sweeper) recheck() (func(netip.Addr) bool, error) {
+	onLink, list := neighbour.OnLink, neighbour.List
+	if s.onLink != nil {
+		onLink = s.onLink
+	}
+	if s.neighbours != nil {
+		list = s.neighbours
+	}
+	links, err := onLink()
+	if err != nil || len(links) == 0 {
+		return nil, err
+	}
+	entries, err := list()
+	if err != nil {
+		return nil, err
+	}
+	resolved := neighbour.Resolved(entries, links)
+	return func(a netip.Addr) bool {
+		for _, p := range links {
+			if p.Contains(a) {
+				return resolved[a]
+			}
+		}
+		return true
+	}, nil
+}
+
+// Sweeper runs device sweeps. Run may be called again after it returns;
+// calls must not overlap (use [Scheduler]).
+type Sweeper struct {
+	cfg          Config
+	sizeWarnings []string // logged once, by New
+	has4         bool
+	has6         bool
+	networks     []netip.Prefix
+
+	// Seams for tests; nil means the real thing.
+	icmp       func(ctx context.Context, prefixes []netip.Prefix, p icmpsweep.Params) (icmpsweep.Result, error)
+	neighbours func() ([]neighbour.Entry, error)
+	onLink     func() ([]netip.Prefix, error)
+	localMACs  func() map[netip.Addr]net.HardwareAddr
+}
+
+// New checks cfg (defaults filled in) and logs the networks' size
+// warnings. It opens no socket; see [Sweeper.Check].
+func New(cfg Config) (*Sweeper, error) {
+	cfg.setDefaults()
+	warnings, err := cfg.Validate()
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range warnings {
+		cfg.Logf("devicesweep: %s", w)
+	}
+	s := &Sweeper{cfg: cfg, sizeWarnings: warnings}
+	for _, p := range cfg.Networks {
+		p = p.Masked()
+		if p.Addr().Is4In6() && p.Bits() >= 96 {
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		}
+		if !slices.Contains(s.networks, p) {
+			s.networks = append(s.networks, p)
+		}
+		if p.Addr().Is4() {
+			s.has4 = true
+		} else {
+			s.has6 = true
+		}
+	}
+	return s, nil
+}
+
+// Check opens and closes the ICMP sockets a sweep needs: call it at
+// startup to fail early with the error wrapping [icmpsweep.ErrNoICMP] that
+// names both fixes.
+func (s *Sweeper) Check() error {
+	p, err := icmpsweep.Open(icmpsweep.Options{IPv4: s.has4, IPv6: s.has6, Mode: s.cfg.ICMPMode})
+	if err != nil {
+		return err
+	}
+	return p.Close()
+}
+
+// Run performs one sweep: the ICMP sweep of every network, then the
+// neighbour table, then each enricher in order.
+//
+// It always returns a Sweep. Complete is true only when the ICMP sweep ran
+// to the end and ctx was not cancelled; enricher and neighbour-table
+// failures are recorded in Errors without making the sweep incomplete.
+// The returned error is the fatal one (no ICMP socket, socket failure,
+// ctx.Err()).
+func (s *Sweeper) Run(ctx context.Context) (*sources.Sweep, error) {
+	sw := &sources.Sweep{
+		ScanID:   newScanID(),
+		Started:  time.Now().UTC(),
+		Networks: slices.Clone(s.networks),
+	}
+	finish := func(err error) (*sources.Sweep, error) {
+		sw.Finished = time.Now().UTC()
+		sw.Complete = err == nil && ctx.Err() == nil
+		if err == nil && ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return sw, err
+	}
+
+	res, err := s.runICMP(ctx)
+	for _, w := range res.Warnings {
+		if !slices.Contains(s.sizeWarnings, w) {
+			s.cfg.Logf("devicesweep: %s", w)
+		}
+	}
+	sw.ProbesSent = res.ProbesSent
+	sw.Errors = append(sw.Errors, res.Errors...)
+	if !res.Started.IsZero() {
+		sw.Started = res.Started
+	}
+	if err != nil {
+		sw.Errors = append(sw.Errors, err.Error())
+	}
+	byIP := map[netip.Addr]*sources.Host{}
+	for _, r := range res.Responders {
+		h := &sources.Host{IP: r.IP, Network: r.Network, RTT: r.RTT, Via: sources.ViaICMP}
+		sw.Hosts = append(sw.Hosts, h)
+		byIP[r.IP] = h
+	}
+	if err != nil {
+		// No neighbour evidence or names for a sweep that did not happen.
+		return finish(err)
+	}
+
+	if nerr := s.addNeighbours(sw, byIP); nerr != nil {
+		sw.Errors = append(sw.Errors, nerr.Error())
+	}
+	slices.SortFunc(sw.Hosts, func(a, b *sources.Host) int { return a.IP.Compare(b.IP) })
+
+	for _, e := range s.cfg.Enrichers {
+		if ctx.Err() != nil {
+			break
+		}
+		if eerr := e.Enrich(ctx, sw.Hosts); eerr != nil && ctx.Err() == nil {
+			sw.Errors = append(sw.Errors, fmt.Sprintf("resolver %s: %v", e.Name(), eerr))
+		}
+	}
+	return finish(nil)
+}
+
+func (s *Sweeper) runICMP(ctx context.Context) (icmpsweep.Result, error) {
+	params := s.cfg.params()
+	params.Recheck = s.recheck
+	if s.icmp != nil {
+		return s.icmp(ctx, s.networks, params)
+	}
+	p, err := icmpsweep.Open(icmpsweep.Options{IPv4: s.has4, IPv6: s.has6, Mode: s.cfg.ICMPMode})
+	if err != nil {
+		return icmpsweep.Result{}, err
+	}
+	res, err := p.Sweep(ctx, s.networks, params)
+	if cerr := p.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("devicesweep: close ICMP socket: %w", cerr)
+	}
+	return res, err
+}
+
+// addNeighbours adds the hosts that answered ARP/NDP but not ICMP, and
+// fills MACs when ResolveMACs is set.
+//
+// A neighbour-only entry whose MAC belongs to a host that answered ICMP at
+// another address is left out: that device answers ICMP, so its silence
+// at this address means it left it (the entry is what remains of an
+// address change) — or the entry is a proxy-ARP router's, not a device.
+func (s *Sweeper) addNeighbours(sw *sources.Sweep, byIP map[netip.Addr]*sources.Host) error {
+	list := neighbour.List
+	if s.neighbours != nil {
+		list = s.neighbours
+	}
+	entries, err := list()
+	if err != nil {
+		return err
+	}
+	macs := neighbour.MACs(entries, s.networks)
+	local := localMACs
+	if s.localMACs != nil {
+		local = s.localMACs
+	}
+	own := local()
+	icmpMACs := map[string]netip.Addr{}
+	for _, h := range sw.Hosts {
+		m, ok := macs[h.IP]
+		if !ok {
+			m, ok = own[h.IP] // the sweeping host's own addresses
+		}
+		if !ok {
+			continue
+		}
+		icmpMACs[m.String()] = h.IP
+		if s.cfg.ResolveMACs {
+			h.MAC = slices.Clone(m)
+		}
+	}
+	for _, e := range neighbour.Present(entries, s.networks) {
+		if _, ok := byIP[e.IP]; ok {
+			continue
+		}
+		if other, ok := icmpMACs[e.MAC.String()]; ok {
+			s.cfg.Logf("devicesweep: neighbour entry %v (%v, %v) left out: that MAC answered ICMP at %v", e.IP, e.MAC, e.State, other)
+			continue
+		}
+		h := &sources.Host{IP: e.IP, Network: s.networkOf(e.IP), Via: sources.ViaNeighbour}
+		if s.cfg.ResolveMACs {
+			h.MAC = slices.Clone(e.MAC)
+		}
+		sw.Hosts = append(sw.Hosts, h)
+		byIP[e.IP] = h
+	}
+	return nil
+}
+
+// networkOf is the most specific swept prefix containing a.
+func (s *Sweeper) networkOf(a netip.Addr) netip.Prefix {
+	var best netip.Prefix
+	for _, p := range s.networks {
+		if p.Contains(a) && (!best.IsValid() || p.Bits() > best.Bits()) {
+			best = p
+		}
+	}
+	return best
+}
+
+// localMACs maps this host's own addresses to the MAC of their interface
+// (the neighbour table has no entry for them).
+func localMACs() map[netip.Addr]net.HardwareAddr {
+	out := map[netip.Addr]net.HardwareAddr{}
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return out
+	}
+	for _, ifc := range ifs {
+		if len(ifc.HardwareAddr) == 0 {
+			continue
+		}
+		addrs, err := ifc.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if p, err := netip.ParsePrefix(a.String()); err == nil {
+				out[p.Addr().Unmap()] = ifc.HardwareAddr
+			}
+		}
+	}
+	return out
+}
+
+// newScanID is 128 random bits as 32 hex characters, like event IDs.
+func newScanID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		// crypto/rand does not fail on Linux ≥ 3.17; a time-based ID keeps
+		// the sweep going if it ever does.
+		return fmt.Sprintf("%032x", time.Now().UnixNano())
+	}
+	return hex.EncodeToString(b[:])
+}

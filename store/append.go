@@ -1,0 +1,386 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jocasta/jocasta/events"
+	bolt "go.etcd.io/bbolt"
+)
+
+// logFillPercent packs log pages nearly full: keys only ever grow, so the
+// half-full pages of the default split would waste half the file.
+const logFillPercent = 0.95
+
+// request is one caller's Append or AppendFunc.
+type request struct {
+	items  []item                                       // Append: prepared envelopes
+	decide func(tx *bolt.Tx) ([]events.Envelope, error) // AppendFunc
+	done   chan result                                  // buffered, 1
+}
+
+type result struct {
+	evs []events.Envelope
+	err error
+}
+
+// Append stores evs at the end of the log and returns them as stored. It
+// assigns Seq (gapless), fills ID when empty and Time when zero (now),
+// stores Time in UTC, seals the hash chain, and returns only after the
+// commit is on disk. Concurrent calls share one transaction and one fsync
+// (group commit).
+//
+// Every envelope's Kind must be in the registry and V in 1..current; a bad
+// envelope fails its own call only, before anything is queued. A ctx
+// cancelled before the request is queued returns ctx.Err(); once queued
+// the request completes, so its outcome is never in doubt.
+func (s *Store) Append(ctx context.Context, evs ...events.Envelope) ([]events.Envelope, error) {
+	if len(evs) == 0 {
+		if s.isClosed() {
+			return nil, fmt.Errorf("store: append: %w", ErrClosed)
+		}
+		return nil, nil
+	}
+	items := make([]item, len(evs))
+	now := time.Now()
+	for i, e := range evs {
+		it, err := s.prepare(e, now)
+		if err != nil {
+			return nil, fmt.Errorf("store: append: %w", err)
+		}
+		items[i] = it
+	}
+	return s.submit(ctx, &request{items: items})
+}
+
+// AppendFunc decides and appends in one write transaction: decide runs
+// inside the group-commit transaction, sees everything committed before
+// it (and everything earlier requests of the same batch appended), and
+// the envelopes it returns are appended in the same transaction. Nothing
+// can change between what decide read and what is appended.
+//
+// decide should only read. If it does write (say a write model saved next
+// to its events), those writes commit atomically with its envelopes.
+//
+// If decide returns an error (returned to the caller unwrapped) or an
+// envelope that cannot be stored, or panics, the transaction is rolled
+// back and the rest of the batch is retried without it: nothing of the
+// failed call is written and the other callers still commit. Because of
+// that retry, decide may run more than once and must not have effects
+// outside the transaction. It must not block or do network I/O: every
+// other appender waits for it.
+func (s *Store) AppendFunc(ctx context.Context, decide func(tx *bolt.Tx) ([]events.Envelope, error)) ([]events.Envelope, error) {
+	if decide == nil {
+		return nil, errors.New("store: append: nil decide function")
+	}
+	return s.submit(ctx, &request{decide: decide})
+}
+
+// submit queues r and waits for its result.
+func (s *Store) submit(ctx context.Context, r *request) ([]events.Envelope, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r.done = make(chan result, 1)
+	s.closeMu.RLock()
+	if s.closed {
+		s.closeMu.RUnlock()
+		return nil, fmt.Errorf("store: append: %w", ErrClosed)
+	}
+	select {
+	case s.reqs <- r:
+		s.closeMu.RUnlock()
+	case <-ctx.Done():
+		s.closeMu.RUnlock()
+		return nil, ctx.Err()
+	}
+	res := <-r.done // queued: wait for the commit whatever ctx says
+	return res.evs, res.err
+}
+
+// item is an envelope ready for the writer: validated, ID and Time
+// filled, and its canonical bytes but for seq and prev_hash encoded (by
+// the caller's goroutine, so the writer only splices and hashes).
+type item struct {
+	e    events.Envelope
+	body []byte // canonical bytes from after the seq value to before "prev_hash"; nil: encode in full
+}
+
+// prepare validates e and fills ID and Time. It does not touch Seq or
+// the hashes, which the writer sets.
+func (s *Store) prepare(e events.Envelope, now time.Time) (item, error) {
+	spec, ok := s.reg.Lookup(e.Kind)
+	if !ok {
+		return item{}, fmt.Errorf("kind %q: %w", e.Kind, ErrUnknownKind)
+	}
+	if e.V < 1 || e.V > spec.Version {
+		return item{}, fmt.Errorf("%s v%d (this build knows v1..v%d): %w: %w", e.Kind, e.V, spec.Version, ErrBadEnvelope, events.ErrUnknownVersion)
+	}
+	for _, f := range [...]string{e.ID, e.Source, e.Actor, e.Device, e.Stream} {
+		// Invalid UTF-8 would be stored as U+FFFD escapes that decode to
+		// a different string, so the event would never verify.
+		if !utf8.ValidString(f) {
+			return item{}, fmt.Errorf("%s: a field is not valid UTF-8: %w", e.Kind, ErrBadEnvelope)
+		}
+	}
+	if len(e.Payload) == 0 {
+		e.Payload = json.RawMessage("null") // what the hash covers and a read returns
+	} else if !utf8.Valid(e.Payload) {
+		return item{}, fmt.Errorf("%s: payload is not valid UTF-8: %w", e.Kind, ErrBadEnvelope)
+	}
+	if e.ID == "" {
+		e.ID = events.NewID()
+	}
+	if e.Time.IsZero() {
+		e.Time = now
+	}
+	e.Time = e.Time.UTC()
+	if y := e.Time.Year(); y < 0 || y > 9999 {
+		return item{}, fmt.Errorf("%s: time %s outside years 0..9999: %w", e.Kind, e.Time, ErrBadEnvelope)
+	}
+	body, err := canonicalBody(e)
+	if err != nil {
+		return item{}, fmt.Errorf("%s: %w: %w", e.Kind, ErrBadEnvelope, err) // payload is not JSON
+	}
+	return item{e: e, body: body}, nil
+}
+
+const (
+	canonicalHead = `{"seq":`
+	prevField     = `"prev_hash":"`
+)
+
+// canonicalBody encodes e's canonical bytes with seq 0 and the zero
+// hash and cuts out what lies between the two, which the writer splices
+// around the real seq and prev_hash. It returns nil (encode in full) if
+// the layout is not the one expected: seq first, prev_hash last.
+func canonicalBody(e events.Envelope) ([]byte, error) {
+	e.Seq, e.PrevHash = 0, events.ZeroHash
+	c, err := e.CanonicalBytes()
+	if err != nil {
+		return nil, err
+	}
+	head, tail := canonicalHead+"0", prevField+events.ZeroHash+`"}`
+	if !bytes.HasPrefix(c, []byte(head+",")) || !bytes.HasSuffix(c, []byte(tail)) {
+		return nil, nil
+	}
+	return c[len(head) : len(c)-len(tail)], nil
+}
+
+// writer is the one goroutine that commits: it takes whatever is queued
+// (up to maxB requests, never waiting for more) and commits it in one
+// transaction, until Close closes the queue and it has drained it.
+func (s *Store) writer() {
+	defer close(s.done)
+	batch := make([]*request, 0, s.maxB)
+	for {
+		r, ok := <-s.reqs
+		if !ok {
+			return
+		}
+		batch = append(batch[:0], r)
+		open := true
+	fill:
+		for len(batch) < s.maxB {
+			select {
+			case r, ok := <-s.reqs:
+				if !ok {
+					open = false
+					break fill
+				}
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		s.commit(batch)
+		clear(batch)
+		if !open {
+			return
+		}
+	}
+}
+
+// errAbort rolls a batch transaction back so that it can be retried
+// without the request that failed.
+var errAbort = errors.New("abort batch")
+
+// chain is the tip of the chain while a transaction appends.
+type chain struct {
+	seq  uint64
+	hash string
+	raw  [sha256.Size]byte
+}
+
+// commit writes one batch. A request whose decide or envelopes fail is
+// answered with its error and the batch is retried without it.
+func (s *Store) commit(batch []*request) {
+	pending := batch
+	for len(pending) > 0 {
+		var (
+			results []result
+			failed  = -1
+			failErr error
+		)
+		s.writeMu.Lock()
+		tip := chain{seq: s.head.Load(), hash: s.headHash}
+		copy(tip.raw[:], hashBytes(tip.hash))
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			results = make([]result, len(pending))
+			lb := tx.Bucket(bLog)
+			lb.FillPercent = logFillPercent
+			now := time.Now()
+			for i, r := range pending {
+				items, err := s.resolve(tx, r, now)
+				var evs []events.Envelope
+				if err == nil {
+					evs, err = appendTx(lb, &tip, items)
+				}
+				if err != nil {
+					failed, failErr = i, err
+					return errAbort
+				}
+				results[i].evs = evs
+			}
+			meta := tx.Bucket(bMeta)
+			if err := meta.Put(metaHead, seqKey(tip.seq)); err != nil {
+				return err
+			}
+			return meta.Put(metaHeadHash, []byte(tip.hash))
+		})
+		if err == nil {
+			moved := tip.seq != s.head.Load()
+			s.headHash = tip.hash
+			s.head.Store(tip.seq)
+			s.writeMu.Unlock()
+			for i, r := range pending {
+				r.done <- results[i]
+			}
+			if moved {
+				s.runHooks(tip.seq)
+			}
+			return
+		}
+		s.writeMu.Unlock()
+		if errors.Is(err, errAbort) && failed >= 0 {
+			pending[failed].done <- result{err: failErr}
+			pending = append(pending[:failed:failed], pending[failed+1:]...)
+			continue
+		}
+		err = fmt.Errorf("store: append: commit: %w", err)
+		for _, r := range pending {
+			r.done <- result{err: err}
+		}
+		return
+	}
+}
+
+// resolve returns the items r appends: Append's prepared ones, or what
+// decide returns, prepared.
+func (s *Store) resolve(tx *bolt.Tx, r *request, now time.Time) ([]item, error) {
+	if r.decide == nil {
+		return r.items, nil
+	}
+	evs, err := callDecide(r.decide, tx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]item, len(evs))
+	for i, e := range evs {
+		it, err := s.prepare(e, now)
+		if err != nil {
+			return nil, fmt.Errorf("store: append: %w", err)
+		}
+		out[i] = it
+	}
+	return out, nil
+}
+
+// callDecide runs decide, turning a panic into an error for its caller.
+func callDecide(decide func(*bolt.Tx) ([]events.Envelope, error), tx *bolt.Tx) (evs []events.Envelope, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			evs, err = nil, fmt.Errorf("store: append: decide panicked: %v", r)
+		}
+	}()
+	return decide(tx)
+}
+
+// appendTx seals items onto the chain at tip, puts them in lb and
+// returns the stored envelopes. items are not modified, so a retried
+// batch can seal them again.
+func appendTx(lb *bolt.Bucket, tip *chain, items []item) ([]events.Envelope, error) {
+	out := make([]events.Envelope, len(items))
+	for i, it := range items {
+		seq, err := lb.NextSequence()
+		if err != nil {
+			return nil, fmt.Errorf("store: append: next sequence: %w", err)
+		}
+		if seq != tip.seq+1 {
+			return nil, fmt.Errorf("store: append: log sequence %d does not follow head %d: %w", seq, tip.seq, ErrCorrupt)
+		}
+		it.e.Seq = seq
+		val, sum, err := seal(&it, tip.hash, tip.raw[:])
+		if err != nil {
+			return nil, fmt.Errorf("store: append: %w: %w", ErrBadEnvelope, err)
+		}
+		if err := lb.Put(seqKey(seq), val); err != nil {
+			return nil, fmt.Errorf("store: append seq %d: %w", seq, err)
+		}
+		out[i] = it.e
+		tip.seq, tip.hash, tip.raw = seq, it.e.Hash, sum
+	}
+	return out, nil
+}
+
+// seal sets it.e's PrevHash and Hash (as events.Envelope.Seal would) and
+// returns the value to store, which is byte for byte json.Marshal(it.e):
+// the canonical bytes are that encoding without the trailing hash field.
+// It also returns the raw hash, the next event's prevRaw.
+func seal(it *item, prev string, prevRaw []byte) ([]byte, [sha256.Size]byte, error) {
+	var sum [sha256.Size]byte
+	e := &it.e
+	e.PrevHash = prev
+	var c []byte // canonical bytes without the closing brace
+	if it.body != nil {
+		c = make([]byte, 0, len(it.body)+256)
+		c = append(c, canonicalHead...)
+		c = strconv.AppendUint(c, e.Seq, 10)
+		c = append(c, it.body...)
+		c = append(c, prevField...)
+		c = append(c, prev...)
+		c = append(c, '"')
+	} else {
+		full, err := e.CanonicalBytes()
+		if err != nil {
+			return nil, sum, err
+		}
+		c = append(make([]byte, 0, len(full)+128), full[:len(full)-1]...)
+	}
+	h := sha256.New()
+	h.Write(prevRaw)
+	h.Write(c)
+	h.Write([]byte{'}'})
+	h.Sum(sum[:0])
+	e.Hash = hex.EncodeToString(sum[:])
+	c = append(c, `,"hash":"`...)
+	c = append(c, e.Hash...)
+	return append(c, `"}`...), sum, nil
+}
+
+// storedValue is the stored form of an event given its canonical bytes.
+func storedValue(canonical []byte, hash string) []byte {
+	v := make([]byte, 0, len(canonical)+len(hash)+10)
+	v = append(v, canonical[:len(canonical)-1]...)
+	v = append(v, `,"hash":"`...)
+	v = append(v, hash...)
+	return append(v, `"}`...)
+}

@@ -1,0 +1,109 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jocasta/jocasta/events"
+	bolt "go.etcd.io/bbolt"
+)
+
+// scanChunk is how many events Scan and Verify read per read transaction.
+const scanChunk = 1024
+
+// Head returns the seq of the last committed event, 0 for an empty log.
+// It reads memory only.
+func (s *Store) Head() uint64 { return s.head.Load() }
+
+// First returns the seq of the first event present: 1, or after
+// compaction the first one kept. First() > Head() means the log holds no
+// events (new, or compacted through head).
+func (s *Store) First() uint64 { return s.first.Load() }
+
+// Read returns up to max events with seq >= from, ascending, in one short
+// read transaction. A from before First starts at First. max must be
+// positive.
+func (s *Store) Read(from uint64, max int) ([]events.Envelope, error) {
+	if s.isClosed() {
+		return nil, fmt.Errorf("store: read: %w", ErrClosed)
+	}
+	var out []events.Envelope
+	err := safeView(s.db, func(tx *bolt.Tx) error {
+		var err error
+		out, err = s.ReadTx(tx, from, max)
+		return err
+	})
+	return out, err
+}
+
+// ReadTx is Read inside the caller's transaction. The envelopes are
+// copies and stay valid after the transaction ends.
+func (s *Store) ReadTx(tx *bolt.Tx, from uint64, max int) ([]events.Envelope, error) {
+	if max <= 0 {
+		return nil, fmt.Errorf("store: read from %d: max %d must be positive", from, max)
+	}
+	lb := tx.Bucket(bLog)
+	if lb == nil {
+		return nil, fmt.Errorf("store: read: bucket %q missing: %w", BucketLog, ErrCorrupt)
+	}
+	var out []events.Envelope
+	c := lb.Cursor()
+	for k, v := c.Seek(seqKey(from)); k != nil && len(out) < max; k, v = c.Next() {
+		seq, _ := keySeq(k)
+		e, err := decodeEnvelope(v)
+		if err != nil {
+			return out, fmt.Errorf("store: read seq %d: %w: %w", seq, ErrCorrupt, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// Get returns the event at seq, or an error wrapping ErrNotFound.
+func (s *Store) Get(seq uint64) (events.Envelope, error) {
+	if s.isClosed() {
+		return events.Envelope{}, fmt.Errorf("store: get seq %d: %w", seq, ErrClosed)
+	}
+	var e events.Envelope
+	err := safeView(s.db, func(tx *bolt.Tx) error {
+		v := tx.Bucket(bLog).Get(seqKey(seq))
+		if v == nil {
+			return fmt.Errorf("store: get seq %d: %w", seq, ErrNotFound)
+		}
+		var err error
+		if e, err = decodeEnvelope(v); err != nil {
+			return fmt.Errorf("store: get seq %d: %w: %w", seq, ErrCorrupt, err)
+		}
+		return nil
+	})
+	return e, err
+}
+
+// Scan calls fn for every event with seq >= from, in order, reading in
+// chunks with short read transactions (fn runs outside any transaction).
+// It stops at the end of the log as it is when it gets there, at ctx's
+// end (returning ctx.Err()) or at fn's first error, which it returns as
+// is.
+func (s *Store) Scan(ctx context.Context, from uint64, fn func(events.Envelope) error) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		chunk, err := s.Read(from, scanChunk)
+		if err != nil {
+			return err
+		}
+		for _, e := range chunk {
+			if err := fn(e); err != nil {
+				return err
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if len(chunk) < scanChunk {
+			return nil
+		}
+		from = chunk[len(chunk)-1].Seq + 1
+	}
+}
