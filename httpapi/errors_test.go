@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -369,6 +370,7 @@ func TestBadQuery(t *testing.T) {
 		{"/api/devices?cursor=forged", []string{"cursor"}}, // ErrBadCursor from the inventory
 		{"/api/devices?limit=1&limit=2", []string{"limit"}},
 		{"/api/devices?Limit=1", []string{"Limit"}},
+		{"/api/devices?=1", []string{""}},
 		{"/api/devices?kind=device.online", []string{"kind"}},
 		{"/api/devices?limit=0&presence=away&zzz=1", []string{"limit", "presence", "zzz"}},
 		{"/api/events?kind=device.exploded", []string{"kind"}},
@@ -498,4 +500,28 @@ func TestPanicIsProblem(t *testing.T) {
 	resp, body = e.do("GET", "/api/devices/dev-nas", "", bearer(tokRead))
 	wantStatus(t, resp, body, 200)
 	_ = strconv.Itoa
+}
+
+// FuzzDeviceListHTTP sends any query string to GET /api/devices through
+// the whole server: the answer is a 200 or a 400 problem, and either
+// matches the OpenAPI document.
+func FuzzDeviceListHTTP(f *testing.F) {
+	for _, s := range []string{"q=nas&limit=2", "presence=away", "=1", "%zz", "sort=-ip&network=10.0.0.0/8", "kind=x&kind=y"} {
+		f.Add(s)
+	}
+	e := newEnv(f, httpapi.Config{ClientRate: rate.Inf, TokenRate: rate.Inf})
+	f.Fuzz(func(t *testing.T, raw string) {
+		req := httptest.NewRequest(http.MethodGet, "/api/devices", nil)
+		req.URL.RawQuery = raw
+		req.Header.Set("Authorization", "Bearer "+tokRead)
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		resp := rec.Result()
+		if resp.StatusCode != 200 && resp.StatusCode != 400 {
+			t.Fatalf("query %q: status %d: %s", raw, resp.StatusCode, rec.Body.Bytes())
+		}
+		if err := validator.Validate(req, resp.StatusCode, resp.Header, rec.Body.Bytes()); err != nil {
+			t.Fatalf("query %q: %v", raw, err)
+		}
+	})
 }

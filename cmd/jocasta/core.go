@@ -1,9 +1,12 @@
 package main
 
 import (
+	"net/http"
+
 	"context"
 	"errors"
 	"fmt"
+	"github.com/jocasta/jocasta/httpapi"
 	"os"
 	"path/filepath"
 	"time"
@@ -136,4 +139,13 @@ func (c *core) SetWatch(ctx context.Context, actor, id string, watched bool) (pr
 		return projections.WatchState{}, err
 	}
 	return c.inv.WatchState(id)
+}
+
+// api builds the HTTP API over the core's projections.
+func (c *core) api(cfg *config.Config, log zerolog.Logger) (http.Handler, error) {
+	return httpapi.New(httpapi.Config{
+		TrustedProxies: cfg.Server.TrustedProxies,
+		CORSOrigins:    cfg.Server.CORS.AllowedOrigins,
+		MCPEnabled:     cfg.Server.MCP.Enabled,
+	}, httpapi.Deps{Inventory: c.inv, Commander: c, Auth: c.access, Ready: c.run, Log: log, Now: c.now})
 }

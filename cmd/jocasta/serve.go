@@ -13,7 +13,6 @@ import (
 	"github.com/jocasta/jocasta/cmd/internal/config"
 	"github.com/jocasta/jocasta/events/bus"
 	"github.com/jocasta/jocasta/events/ingest"
-	"github.com/jocasta/jocasta/httpapi"
 	"github.com/jocasta/jocasta/projections/inventory"
 	"github.com/jocasta/jocasta/projections/runner"
 	"github.com/jocasta/jocasta/sources"
@@ -56,9 +55,12 @@ func cmdServe(e *env, args []string) error {
 	return serve(e.ctx, cfg, log, nil)
 }
 
-// serveHooks lets the in-process tests see the bound address.
+// serveHooks lets in-process tests listen on 127.0.0.1:0 and learn the
+// bound address.
 type serveHooks struct {
-	listening func(addr net.Addr)
+	addr       string
+	purgeDelay time.Duration
+	listening  func(addr net.Addr)
 }
 
 // serve runs the service until ctx is done, then stops within stopBudget.
@@ -87,16 +89,15 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 		return fresh.list()
 	}
 
-	api, err := httpapi.New(httpapi.Config{
-		TrustedProxies: cfg.Server.TrustedProxies,
-		CORSOrigins:    cfg.Server.CORS.AllowedOrigins,
-		MCPEnabled:     cfg.Server.MCP.Enabled,
-	}, httpapi.Deps{Inventory: set.inv, Commander: c, Auth: set.access, Ready: run, Log: log, Now: now})
+	api, err := c.api(cfg, log)
 	if err != nil {
 		st.Close()
 		return err
 	}
 	addr := net.JoinHostPort(cfg.Server.Host, strconv.Itoa(cfg.Server.Port))
+	if hooks != nil && hooks.addr != "" {
+		addr = hooks.addr
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		st.Close()
@@ -138,6 +139,11 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 	if err != nil {
 		return err
 	}
+	purger.Logf = logf(log.With().Str("component", "retention").Logger())
+	if hooks != nil && hooks.purgeDelay > 0 {
+		purger.FirstDelay = hooks.purgeDelay
+	}
+	clock.Logf = logf(log.With().Str("component", "clock").Logger())
 	g.Go(func() error { return purger.Run(gctx) })
 	g.Go(func() error { return set.access.RunFlusher(gctx, st.DB(), time.Minute) })
 	if err := startSweeps(gctx, g, cfg, st, log); err != nil {

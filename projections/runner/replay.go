@@ -117,10 +117,15 @@ func copyAndApply(ctx context.Context, src, dst *store.Store, until time.Time, p
 	}()
 	poll := time.NewTicker(5 * time.Millisecond)
 	defer poll.Stop()
+	batch := uint64(r.opts.BatchSize)
 	for {
-		if err := r.catchUp(ctx); err != nil {
-			<-copied
-			return err
+		// Whole batches only: a small batch costs a flush of every
+		// device it touched.
+		if applied, head := r.Applied(), dst.Head(); head >= applied+batch {
+			if err := r.catchUpTo(ctx, applied+(head-applied)/batch*batch); err != nil {
+				<-copied
+				return err
+			}
 		}
 		select {
 		case err := <-copied:

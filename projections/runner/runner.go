@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -456,9 +457,14 @@ type batch struct {
 // goroutine reads (and prepares) the next batches while this one applies
 // the current, so reading, decoding and applying overlap.
 func (r *Runner) catchUp(ctx context.Context) error {
+	return r.catchUpTo(ctx, math.MaxUint64)
+}
+
+// catchUpTo is catchUp that stops after seq limit.
+func (r *Runner) catchUpTo(ctx context.Context, limit uint64) error {
 	r.mu.Lock()
 	from := r.minSeq + 1
-	if len(r.projs) == 0 || from > r.st.Head() {
+	if len(r.projs) == 0 || from > r.st.Head() || from > limit {
 		r.advanceLocked()
 		r.mu.Unlock()
 		return nil
@@ -472,7 +478,7 @@ func (r *Runner) catchUp(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		defer close(ch)
-		r.read(rctx, from, ch)
+		r.read(rctx, from, limit, ch)
 	}()
 	defer func() {
 		cancel()
@@ -495,7 +501,7 @@ func (r *Runner) catchUp(ctx context.Context) error {
 // log (or ctx's end). It reads and prepares the parts of a batch on up to
 // GOMAXPROCS goroutines. A batch ends early after a retention.purged, so
 // that a snapshot can be taken right after it.
-func (r *Runner) read(ctx context.Context, from uint64, ch chan<- *batch) {
+func (r *Runner) read(ctx context.Context, from, limit uint64, ch chan<- *batch) {
 	send := func(b *batch) bool {
 		select {
 		case ch <- b:
@@ -504,8 +510,8 @@ func (r *Runner) read(ctx context.Context, from uint64, ch chan<- *batch) {
 			return false
 		}
 	}
-	for ctx.Err() == nil {
-		evs, err := r.readParallel(from)
+	for ctx.Err() == nil && from <= limit {
+		evs, err := r.readParallel(from, int(min(uint64(r.opts.BatchSize), limit-from+1)))
 		if err != nil {
 			send(&batch{err: err})
 			return
@@ -528,13 +534,12 @@ func (r *Runner) read(ctx context.Context, from uint64, ch chan<- *batch) {
 	}
 }
 
-// readParallel reads up to BatchSize events from seq from on, splitting
+// readParallel reads up to size events from seq from on, splitting
 // the range over several read transactions run at once (decoding the
 // stored JSON is most of the work). It returns the events in order up to
 // the first gap (the head moving between the reads), and an error if the
 // log does not start at from.
-func (r *Runner) readParallel(from uint64) ([]events.Envelope, error) {
-	size := r.opts.BatchSize
+func (r *Runner) readParallel(from uint64, size int) ([]events.Envelope, error) {
 	parts := 1
 	if ahead := r.st.Head() - from + 1; r.st.Head() >= from && ahead > uint64(2*prepareChunk) {
 		parts = min(runtime.GOMAXPROCS(0), int(min(ahead, uint64(size))/prepareChunk))

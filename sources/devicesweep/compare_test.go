@@ -189,6 +189,7 @@ func compare(t *testing.T, out *strings.Builder, title string, do doFunc, nsPath
 		{"ICMP echo only, adaptive timeouts", append([]string{"-sn", "-n", "-PE", "--disable-arp-ping"}, pace...)},
 		{"ICMP echo only, timeout = wait", append([]string{"-sn", "-n", "-PE", "--disable-arp-ping", "--min-rtt-timeout", waitMs, "--max-rtt-timeout", waitMs, "--initial-rtt-timeout", waitMs}, pace...)},
 		{"default probes (ARP on-link), adaptive", append([]string{"-sn", "-n"}, pace...)},
+		{"default probes (ARP on-link), timeout = wait", append([]string{"-sn", "-n", "--min-rtt-timeout", waitMs, "--max-rtt-timeout", waitMs, "--initial-rtt-timeout", waitMs}, pace...)},
 	}
 	for _, nr := range nmapRows {
 		args := append(nr.args, prefix.String())

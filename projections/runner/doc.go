@@ -1,0 +1,77 @@
+// Package runner feeds the event log to the projections (the read
+// models), exactly once each, and rebuilds them: at start when their
+// version changes, and into a fresh file for `jocasta replay`.
+//
+// # Overview
+//
+// A [Projection] has a stable name (its checkpoint key in the store), a
+// version, the bbolt buckets it owns, Apply (fold one event into its rows)
+// and Load (rebuild its in-memory indexes from its rows). [New] takes the
+// store and the projections; [Runner.Run] then:
+//
+//  1. prepares every projection: a projection whose stored version (bucket
+//     [BucketVersions]) differs from Version() has its buckets dropped and
+//     its checkpoint set to 0, so it is rebuilt from the log; buckets are
+//     created; every projection loads its memory;
+//  2. catches up: events after the lowest checkpoint are read in batches
+//     (Options.BatchSize, default 10,000) and applied in ONE bbolt write
+//     transaction per batch, to every projection at or behind them, with
+//     each projection's checkpoint set in that same transaction. Rows and
+//     checkpoint commit together or not at all, so after a crash nothing
+//     is applied twice and nothing is lost;
+//  3. waits for the doorbell ([Runner.Notify], wired to store.OnCommit) or
+//     a safety poll (Options.PollInterval, default 5s), and catches up
+//     again, until its context ends.
+//
+// If a batch fails (a projection's Apply or Flush error, or the commit),
+// the transaction rolls back, every projection reloads its memory from
+// what is committed, and Run returns the error.
+//
+// [Runner.Ready] is true once every projection has applied the head the
+// log had when Run started (GET /api/readyz). [Runner.WaitFor] returns
+// once every projection has applied a given seq: a command appends its
+// event, waits for it, then reads its own write.
+//
+// # Throughput
+//
+// Catching up overlaps three stages: one goroutine reads the next batch
+// (splitting it over several read transactions, since decoding the stored
+// JSON is most of the cost) and runs every [Preparer]'s Prepare over it
+// on up to GOMAXPROCS goroutines (payload decoding, pure), while the
+// calling goroutine applies the batch before it. A projection that
+// buffers row writes implements [Flusher]; Flush runs once per batch,
+// before the checkpoints move.
+//
+// # Snapshots, compaction and replay
+//
+// A batch ends right after a retention.purged event. When the newest
+// snapshot is older than Options.SnapshotEvery (event time; default 7
+// days) or there is none, the runner saves, in that batch's transaction,
+// a snapshot of every projection's buckets and [BucketVersions] at that
+// seq. [Runner.Compact] (called by the retention job after each purge)
+// removes the log behind the newest snapshot taken before the history
+// cutoff that every projection has passed, then deletes older snapshots.
+//
+// [Replay] copies the log into a fresh file (up to a time) and rebuilds
+// every projection there. A compacted log is continued from the newest
+// snapshot at or before that time; a time inside the compacted history is
+// an error wrapping [ErrCompacted] that names the earliest replayable
+// time. An uncompacted log is applied while it is being copied. The
+// output is a complete database that `jocasta serve` opens as is.
+//
+// # Caveats
+//
+//   - Projections must be deterministic: Apply reads the event and the
+//     projection's own state, never the clock or anything outside.
+//   - A projection's in-memory state is updated by Apply before the batch
+//     commits, so a query may briefly see a batch that then fails; the
+//     reload after the failure puts memory back to what is committed.
+//   - Run may be called once per Runner; restart with a new Runner.
+//   - Compaction only considers the projections' checkpoints. A reactor
+//     (notifications) follows the head; one more than a history window
+//     behind would miss compacted events.
+//   - After compaction, a projection whose version changed, or a new one,
+//     cannot see the compacted events: it starts from its rows in the
+//     newest snapshot (empty for a new projection) and applies the rest,
+//     so its Load must read the rows of its previous version.
+package runner
