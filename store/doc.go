@@ -43,10 +43,10 @@
 // or tampered tail cheaply. Verify checks everything else.
 //
 // A typical sweep.completed with 5 hosts (MACs, names, one service, one
-// UPnP description) is about 1,490 bytes of JSON. With bbolt's pages that
-// is about 2,060 bytes of file per event (4 KiB pages hold two such
-// values), plus up to one growth step (the file grows in steps of up to
-// 16 MiB); see BenchmarkLogSize.
+// UPnP description) is about 1,490 bytes of JSON. New files use 16 KiB
+// pages, which hold ten such values: about 1,650 bytes of pages per event
+// (4 KiB pages would hold two: 2,060). The file itself grows in steps (up
+// to 16 MiB), so it can be up to one step larger; see BenchmarkLogSize.
 //
 // # Durability
 //

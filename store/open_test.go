@@ -177,7 +177,7 @@ func TestOpenDamaged(t *testing.T) {
 		{"both meta pages zeroed", func(t *testing.T, path string) {
 			newLog(t, path, 10)
 			b, _ := os.ReadFile(path)
-			clear(b[:8192])
+			clear(b[:2*16384]) // both meta pages, whatever the page size up to 16 KiB
 			writeFile(t, path, b)
 		}, "damaged"},
 		{"data pages garbled", func(t *testing.T, path string) {

@@ -24,6 +24,12 @@ const (
 	DefaultMaxBatch    = 1024
 )
 
+// pageSize is the bbolt page size of new files (an existing file keeps
+// its own). A typical sweep.completed is about 1.5 KB: 4 KiB pages hold
+// two (2,060 bytes of pages per event), 16 KiB pages ten (1,650), at no
+// measurable cost in append latency or throughput.
+const pageSize = 16 << 10
+
 // Options configures [Open]. The zero value is the production setting.
 type Options struct {
 	// LockTimeout is how long Open waits for a database locked by another
@@ -126,6 +132,7 @@ func Open(path string, opts Options) (*Store, error) {
 		Timeout:      opts.LockTimeout,
 		NoSync:       opts.NoSync,
 		FreelistType: bolt.FreelistMapType,
+		PageSize:     pageSize,
 	})
 	if err != nil {
 		return nil, classifyOpenErr(path, err, false)

@@ -160,11 +160,12 @@ func TestDamagedPageNeverCrashes(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.View(func(tx *bolt.Tx) error { used = tx.Size(); return nil })
+	ps := int64(db.Info().PageSize)
 	db.Close()
-	for page := int64(2); page*4096 < used; page += 7 {
+	for page := int64(2); page*ps < used; page++ {
 		t.Run(fmt.Sprintf("page %d", page), func(t *testing.T) {
 			g := bytes.Clone(b)
-			rand.Read(g[page*4096 : (page+1)*4096])
+			rand.Read(g[page*ps : (page+1)*ps])
 			p := filepath.Join(t.TempDir(), "jocasta.db")
 			writeFile(t, p, g)
 			s, err := store.Open(p, store.Options{})

@@ -473,4 +473,3 @@ func startDaemonWith(t *testing.T, cfgPath string, hooks *serveHooks) *daemon {
 	defer func() { testHooks = nil }()
 	return startDaemon(t, cfgPath)
 }
-
