@@ -15,12 +15,12 @@ import (
 // second refill it and Burst is its size.
 const (
 	// DefaultTokenRate and DefaultTokenBurst limit each API token.
-	DefaultTokenRate  rate.Limit = 1000
-	DefaultTokenBurst            = 2000
+	DefaultTokenRate  rate.Limit = 5000
+	DefaultTokenBurst            = 10000
 	// DefaultClientRate and DefaultClientBurst limit each client address
 	// (an IPv6 client counts by its /64), across every path.
-	DefaultClientRate  rate.Limit = 2000
-	DefaultClientBurst            = 4000
+	DefaultClientRate  rate.Limit = 20000
+	DefaultClientBurst            = 40000
 	// DefaultFailedAuthBurst failed token checks are allowed per client
 	// address, refilled at DefaultFailedAuthRate (20 per minute). Past
 	// them, requests carrying a token get 429 until the bucket refills.

@@ -38,8 +38,9 @@
 //     syntax (never length or value) before the Authenticator, which
 //     compares in constant time. Problem details never say whether a token
 //     was unknown, expired or revoked.
-//   - Checks of a PATCH, in order: token (401), mode (403), query (400),
-//     content type (415), size (413), body (400), device (404).
+//   - Checks of a PATCH, in order: token (401), token rate (429), mode
+//     (403), query (400), an id no device can have (404), content type
+//     (415), size (413), body (400), unknown device (404).
 //   - PATCH /api/devices/{id}: null clears label, group, type or notes
 //     (listed in DeviceEdited.Cleared); null for ignored means false; an
 //     empty string is refused (null is how a field is cleared); control

@@ -193,32 +193,22 @@ func (d *device) display() string {
 
 // computeBestName returns the name of the best source, "" when none.
 func (d *device) computeBestName() string {
-	best, bestSrc := "", ""
-	for src, n := range d.Names {
-		if n.Name == "" {
-			continue
-		}
-		if best == "" || nameRank(src) < nameRank(bestSrc) ||
-			(nameRank(src) == nameRank(bestSrc) && src < bestSrc) {
-			best, bestSrc = n.Name, src
-		}
-	}
-	return best
+	name, _ := d.bestName()
+	return name
 }
 
-// bestNameSource returns the source of the best name.
-func (d *device) bestNameSource() string {
-	bestSrc := ""
+// bestName returns the best name and its source ("", "" when none).
+func (d *device) bestName() (name, source string) {
 	for src, n := range d.Names {
 		if n.Name == "" {
 			continue
 		}
-		if bestSrc == "" || nameRank(src) < nameRank(bestSrc) ||
-			(nameRank(src) == nameRank(bestSrc) && src < bestSrc) {
-			bestSrc = src
+		if name == "" || nameRank(src) < nameRank(source) ||
+			(nameRank(src) == nameRank(source) && src < source) {
+			name, source = n.Name, src
 		}
 	}
-	return bestSrc
+	return name, source
 }
 
 // addSource records src among the device's sources (sorted set).

@@ -223,7 +223,11 @@ func (i *Inventory) applySweep(em *emitter, sp *sweepPrep) error {
 				}
 			}
 		}
-		if nb := d.computeBestName(); nb != d.BestName {
+		nb, nbSrc := d.bestName()
+		if n, ok := d.Names[nbSrc]; ok && n.LastConfirmed.Equal(fin) {
+			d.Evidence.Name = evid{Source: ev.Source, Time: fin} // confirmed now
+		}
+		if nb != d.BestName {
 			old := d.BestName
 			d.BestName = nb
 			t.derived = true
@@ -405,9 +409,6 @@ func (i *Inventory) observe(d *device, h *events.SweepHost, src string, at time.
 		svcs = slices.Compact(svcs)
 		d.Services = svcs
 		d.Evidence.Services = evid{Source: src, Time: at}
-	}
-	if best := d.bestNameSource(); best != "" && h.Names[best] != "" {
-		d.Evidence.Name = evid{Source: src, Time: at}
 	}
 	d.addSource(src)
 	return changed

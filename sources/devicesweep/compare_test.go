@@ -66,7 +66,6 @@ func TestLabCompareSweepers(t *testing.T) {
 	compare(t, &out, "routed /22 (behind a router namespace): 10 addresses answer, 1012 silent",
 		lab.DoInNamespace, "/run/netns/"+scanner, scanner, prefix, params)
 
-	t.Log(out.String())
 	fmt.Println(out.String())
 }
 

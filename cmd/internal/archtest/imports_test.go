@@ -81,9 +81,8 @@ func check(from, to string) string {
 	case from == "sources":
 		return "sources imports only the standard library"
 	case under(from, "sources"):
-		kind := strings.Join(strings.SplitN(from, "/", 3)[:2], "/")
-		if to != "sources" && !under(to, kind) && !under(to, "sources/lab") {
-			return "a source imports only package sources and its own kind's packages (and the lab in tests)"
+		if !under(to, "sources") {
+			return "a source imports only sources packages: it never sees events, the store or HTTP"
 		}
 	case under(from, "projections"):
 		if to != "events" && !under(to, "store") && !under(to, "projections") {
