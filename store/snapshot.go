@@ -158,11 +158,14 @@ func hashAt(tx *bolt.Tx, seq uint64) (string, error) {
 func dumpBucket(b *bolt.Bucket) ([]KV, error) {
 	kvs := []KV{}
 	err := b.ForEach(func(k, v []byte) error {
-		if v != nil {
+		var nb *bolt.Bucket
+		if v == nil {
+			nb = b.Bucket(k)
+		}
+		if nb == nil {
 			kvs = append(kvs, KV{K: k, V: v})
 			return nil
 		}
-		nb := b.Bucket(k)
 		sub, err := dumpBucket(nb)
 		if err != nil {
 			return err

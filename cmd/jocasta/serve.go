@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"strconv"
 	"time"
@@ -13,10 +14,12 @@ import (
 	"github.com/jocasta/jocasta/cmd/internal/config"
 	"github.com/jocasta/jocasta/events/bus"
 	"github.com/jocasta/jocasta/events/ingest"
+	"github.com/jocasta/jocasta/projections"
 	"github.com/jocasta/jocasta/projections/inventory"
 	"github.com/jocasta/jocasta/projections/runner"
 	"github.com/jocasta/jocasta/sources"
 	"github.com/jocasta/jocasta/sources/devicesweep"
+	"github.com/jocasta/jocasta/sources/portscan"
 	"github.com/jocasta/jocasta/sources/resolve/dnssd"
 	"github.com/jocasta/jocasta/sources/resolve/mdns"
 	"github.com/jocasta/jocasta/sources/resolve/netbios"
@@ -146,7 +149,12 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 	clock.Logf = logf(log.With().Str("component", "clock").Logger())
 	g.Go(func() error { return purger.Run(gctx) })
 	g.Go(func() error { return set.access.RunFlusher(gctx, st.DB(), time.Minute) })
-	if err := startSweeps(gctx, g, cfg, st, log); err != nil {
+	err = startSweeps(gctx, g, cfg, st, log)
+	if err == nil {
+		headAtStart := st.Head()
+		err = startPortScans(gctx, g, cfg, st, set.inv, func(ctx context.Context) error { return run.WaitFor(ctx, headAtStart) }, log)
+	}
+	if err != nil {
 		ln.Close()
 		control.Shutdown(context.Background())
 		stopWork()
@@ -263,4 +271,93 @@ func startSweeps(ctx context.Context, g *errgroup.Group, cfg *config.Config, st 
 		})
 	})
 	return nil
+}
+
+// startPortScans starts the interval TCP port scan of every known address
+// when scan.ports.enabled.
+// The first scan waits until the projections have caught up (ready), so
+// that it probes the addresses the inventory already knows.
+func startPortScans(ctx context.Context, g *errgroup.Group, cfg *config.Config, st ingest.Appender, inv *inventory.Inventory, ready func(context.Context) error, log zerolog.Logger) error {
+	p := cfg.Scan.Ports
+	if !p.Enabled {
+		return nil
+	}
+	ports, err := portscan.Ports(p.Custom)
+	if err != nil {
+		return fmt.Errorf("scan.ports.custom: %w", err)
+	}
+	host, _ := os.Hostname()
+	source := cfg.ScanSource(host)
+	plog := log.With().Str("source", source).Str("component", "portscan").Logger()
+	in := ingest.New(st, source)
+	sched := &devicesweep.Scheduler{Name: "portscan", Logf: func(f string, a ...any) { plog.Info().Msgf(f, a...) }}
+	interval := time.Duration(p.Interval)
+	g.Go(func() error {
+		if err := ready(ctx); err != nil {
+			return nil // stopped before ready
+		}
+		return sched.RunEvery(ctx, interval, interval/20, func(ctx context.Context) error {
+			targets, err := portTargets(ctx, inv)
+			if err != nil {
+				return err
+			}
+			if len(targets) == 0 {
+				plog.Info().Msg("port scan skipped: no known addresses yet")
+				return nil
+			}
+			plog.Info().Int("targets", len(targets)).Int("ports", len(ports)).Msg("port scan started")
+			res, err := portscan.Scan(ctx, targets, portscan.Params{Ports: ports, Concurrency: p.Concurrency})
+			if res == nil {
+				return err
+			}
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			defer cancel()
+			seq, aerr := in.PortScan(actx, res)
+			if aerr != nil {
+				return errors.Join(err, aerr)
+			}
+			plog.Info().Uint64("seq", seq).Int("targets", res.Targets).Int("probes", res.ProbesSent).
+				Bool("complete", res.Complete).Dur("took", res.Finished.Sub(res.Started)).Msg("port scan recorded")
+			if err != nil && ctx.Err() == nil {
+				return err
+			}
+			return nil
+		})
+	})
+	return nil
+}
+
+// portTargets lists every current (not retired) address of every device,
+// with the ports the device advertises over DNS-SD.
+func portTargets(ctx context.Context, inv *inventory.Inventory) ([]portscan.Target, error) {
+	var out []portscan.Target
+	f := projections.DeviceFilter{Limit: 1000, Sort: "ip"}
+	for {
+		page, err := inv.ListDevices(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range page.Items {
+			var extra []uint16
+			for _, s := range d.Services {
+				if s.Port != 0 {
+					extra = append(extra, s.Port)
+				}
+			}
+			for _, a := range d.Addresses {
+				if a.RetiredAt != nil {
+					continue
+				}
+				ip, err := netip.ParseAddr(a.IP)
+				if err != nil {
+					continue
+				}
+				out = append(out, portscan.Target{IP: ip, Extra: extra})
+			}
+		}
+		if page.NextCursor == nil {
+			return out, nil
+		}
+		f.Cursor = *page.NextCursor
+	}
 }

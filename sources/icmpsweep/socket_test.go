@@ -181,3 +181,33 @@ func dropNetRaw() (func(), error) {
 		runtime.KeepAlive(d)
 	}, nil
 }
+
+// A network with no route is reported once and skipped; the rest of the
+// sweep goes on.
+func TestSweepUnreachableNetwork(t *testing.T) {
+	ns := lab.NewNamespace(t) // only lo: 198.51.100.0/24 has no route
+	var p *Pinger
+	if err := lab.DoInNamespace(filepath.Join("/run/netns", ns), func() (err error) {
+		p, err = Open(Options{Mode: ModeRaw})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := p.Sweep(ctx, mustPrefixes("198.51.100.0/23", "127.0.0.0/30"), Params{Rate: 20000, Rounds: 2, Wait: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := responderIPs(res); len(got) != 2 || got[0] != "127.0.0.1" || got[1] != "127.0.0.2" {
+		t.Errorf("responders %v", got)
+	}
+	want := "network 198.51.100.0/23: 256 probes not sent: sendto 198.51.100.1: network is unreachable (rest of the network skipped)"
+	if len(res.Errors) != 1 || res.Errors[0] != want {
+		t.Errorf("errors %q, want %q", res.Errors, want)
+	}
+	if res.ProbesSent != 2 {
+		t.Errorf("ProbesSent %d, want 2", res.ProbesSent)
+	}
+}

@@ -404,6 +404,7 @@ func (s *sweep) probe(ctx context.Context, c transport, t *target, off uint32) e
 			waited += backoff
 			backoff = min(2*backoff, backoffMax)
 		case unreachable(err):
+			s.avail++ // nothing left: the token is not spent
 			t.failed++
 			if t.firstErr == nil {
 				t.firstErr = fmt.Errorf("sendto %v: %w", dst, err)

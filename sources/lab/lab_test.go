@@ -11,8 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/jocasta/jocasta/sources/lab"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestLabBuildAndTearDown(t *testing.T) {
 	lab.Require(t)
