@@ -159,3 +159,5 @@ func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
 }
+
+func inCI() bool { return os.Getenv("CI") == "true" }

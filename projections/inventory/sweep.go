@@ -160,8 +160,22 @@ func (i *Inventory) applySweep(em *emitter, sp *sweepPrep) error {
 		return err
 	}
 
-	var touched []*sweepTouch
-	byDev := map[*device]*sweepTouch{}
+	touched := make([]*sweepTouch, 0, len(sp.hosts))
+	var byDev map[*device]*sweepTouch // for big sweeps; small ones search touched
+	if len(sp.hosts) > 16 {
+		byDev = make(map[*device]*sweepTouch, len(sp.hosts))
+	}
+	find := func(d *device) *sweepTouch {
+		if byDev != nil {
+			return byDev[d]
+		}
+		for _, t := range touched {
+			if t.d == d {
+				return t
+			}
+		}
+		return nil
+	}
 	for hi := range sp.hosts {
 		hp := &sp.hosts[hi]
 		h, ip, ipStr, mac := hp.h, hp.ip, hp.ipStr, hp.mac
@@ -170,10 +184,12 @@ func (i *Inventory) applySweep(em *emitter, sp *sweepPrep) error {
 		if err != nil {
 			return err
 		}
-		t := byDev[d]
+		t := find(d)
 		if t == nil {
 			t = &sweepTouch{d: d, isNew: isNew, derived: isNew}
-			byDev[d] = t
+			if byDev != nil {
+				byDev[d] = t
+			}
 			touched = append(touched, t)
 		}
 		if gained {
