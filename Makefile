@@ -7,7 +7,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 OUI := projections/oui/data/oui.tsv.gz
 FUZZTIME ?= 10s
 
-.PHONY: build run test test-short bench stress lint fuzz oui lab-up lab-down clean
+.PHONY: build run test test-short bench bench-api bench-sweep stress lint fuzz oui lab-up lab-down clean
 
 build: $(OUI)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/jocasta
@@ -37,6 +37,10 @@ lint:
 bench: $(OUI)
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 60m ./...
 	JOCASTA_CRASH_KILLS=200 $(GO) test -count=1 -run '^TestCrashKill$$' -timeout 30m ./store/
+
+# HTTP load from a separate process against serve with 10,000 devices.
+bench-api: $(OUI)
+	cmd/jocasta-load/bench.sh 10000
 
 stress:
 	JOCASTA_CRASH_KILLS=1000 $(GO) test -count=1 -run '^TestCrashKill$$' -timeout 60m ./store/
