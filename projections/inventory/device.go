@@ -304,8 +304,15 @@ func (d *device) view() projections.Device {
 		Ports:     make([]projections.Port, 0, len(d.Ports)),
 		Services:  make([]projections.Service, len(d.Services)),
 		Sources:   append([]string{}, d.Sources...),
-		Evidence:  make(map[string]projections.Evidence, 8),
 	}
+	fields := d.Evidence.fields()
+	n := 0
+	for _, f := range fields {
+		if !f.ev.Time.IsZero() || f.ev.Source != "" {
+			n++
+		}
+	}
+	v.Evidence = make(map[string]projections.Evidence, n)
 	for src, n := range d.Names {
 		v.Names[src] = projections.Name{Name: n.Name, LastConfirmed: n.LastConfirmed}
 	}
@@ -332,7 +339,7 @@ func (d *device) view() projections.Device {
 	if d.UPnP != nil {
 		v.UPnP = &projections.UPnP{FriendlyName: d.UPnP.FriendlyName, Manufacturer: d.UPnP.Manufacturer, ModelName: d.UPnP.ModelName}
 	}
-	for _, f := range d.Evidence.fields() {
+	for _, f := range fields {
 		if !f.ev.Time.IsZero() || f.ev.Source != "" {
 			v.Evidence[f.name] = projections.Evidence{Source: f.ev.Source, Actor: f.ev.Actor, Time: f.ev.Time}
 		}
@@ -343,6 +350,9 @@ func (d *device) view() projections.Device {
 // sortedAddrs orders addresses for display: current ones first, each
 // group most recently seen first, then by IP.
 func sortedAddrs(in []*addrRec) []*addrRec {
+	if len(in) < 2 {
+		return in
+	}
 	out := slices.Clone(in)
 	slices.SortStableFunc(out, func(a, b *addrRec) int {
 		if (a.RetiredAt == nil) != (b.RetiredAt == nil) {

@@ -184,7 +184,7 @@ func (h *harness) entries() []projections.ChangeEntry {
 	return all
 }
 
-// kinds lists the kinds of entries after the first skip.
+// kinds lists the kinds of entries.
 func kinds(es []projections.ChangeEntry) []string {
 	out := []string{}
 	for _, e := range es {
@@ -193,7 +193,7 @@ func kinds(es []projections.ChangeEntry) []string {
 	return out
 }
 
-// only returns the device list; the scenario must have exactly n devices.
+// devices returns the device list, which must hold exactly n devices.
 func (h *harness) devices(n int) []projections.Device {
 	h.t.Helper()
 	p, err := h.inv.ListDevices(context.Background(), projections.DeviceFilter{Limit: MaxLimit})

@@ -142,10 +142,14 @@ func TestOpenWithoutPermission(t *testing.T) {
 		if !errors.Is(err, ErrNoICMP) {
 			return err
 		}
-		for _, want := range []string{"ping_group_range", "CAP_NET_RAW", "setcap cap_net_raw+ep", "permission denied"} {
-			if !strings.Contains(err.Error(), want) && !strings.Contains(err.Error(), "operation not permitted") {
+		for _, want := range []string{`sysctl -w net.ipv4.ping_group_range="0 2147483647"`, "CAP_NET_RAW", "setcap cap_net_raw+ep",
+			"datagram: socket: permission denied", "raw: socket: operation not permitted"} {
+			if !strings.Contains(err.Error(), want) {
 				return errors.New("error lacks " + want + ": " + err.Error())
 			}
+		}
+		if !errors.Is(err, syscall.EACCES) || !errors.Is(err, syscall.EPERM) || strings.Contains(err.Error(), "\n") {
+			return errors.New("error does not wrap EACCES and EPERM on one line: " + err.Error())
 		}
 		t.Logf("error: %v", err)
 		return nil
