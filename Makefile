@@ -42,6 +42,10 @@ bench: $(OUI)
 bench-api: $(OUI)
 	cmd/jocasta-load/bench.sh 10000
 
+# The sweep against fping and nmap on a /22 lab, and a /16 at 20,000/s (root).
+bench-sweep:
+	sources/icmpsweep/bench_lab.sh
+
 stress:
 	JOCASTA_CRASH_KILLS=1000 $(GO) test -count=1 -run '^TestCrashKill$$' -timeout 60m ./store/
 

@@ -46,9 +46,10 @@ func (b *Bus) Ring(head uint64) {
 	}
 }
 
-// Subscribe returns a channel that receives a value after commits, until
-// ctx is done or the bus is closed. Rings are coalesced: a slow consumer
-// sees at least one value after the last commit, not one per commit.
+// Subscribe returns a channel that receives the newest head after commits,
+// until ctx is done or the bus is closed. Rings are coalesced: a slow
+// consumer sees at least one value after the last commit, not one per
+// commit, and never a head lower than one it was already given.
 func (b *Bus) Subscribe(ctx context.Context, name string) (<-chan uint64, error) {
 	msgs, err := b.pubsub.Subscribe(ctx, TopicAppended)
 	if err != nil {
@@ -57,19 +58,24 @@ func (b *Bus) Subscribe(ctx context.Context, name string) (<-chan uint64, error)
 	out := make(chan uint64, 1)
 	go func() {
 		defer close(out)
+		// gochannel may deliver rings out of order: pass on the highest
+		// head seen so far, replacing a ring still pending.
+		var latest uint64
 		for m := range msgs {
 			head, _ := strconv.ParseUint(string(m.Payload), 10, 64)
 			m.Ack()
+			if head > latest {
+				latest = head
+			}
 			select {
-			case out <- head:
+			case out <- latest:
 			default:
-				// A ring is already pending; replace it with the newer head.
 				select {
 				case <-out:
 				default:
 				}
 				select {
-				case out <- head:
+				case out <- latest:
 				default:
 				}
 			}

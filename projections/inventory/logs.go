@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -49,6 +50,9 @@ func (i *Inventory) ListEvents(ctx context.Context, f projections.EventFilter) (
 	db, err := i.loadedDB()
 	if err != nil {
 		return page, fmt.Errorf("inventory: list events: %w", err)
+	}
+	if strings.ContainsAny(f.Device, "\x00\x01") {
+		return page, nil // not an id: the index separator would misread it
 	}
 	var lastKey []byte
 	more := false
