@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/jocasta/jocasta/sources/resolve/onlink"
 	"net"
 	"net/netip"
 	"os"
@@ -48,7 +49,7 @@ type Resolver struct {
 	o Options
 	// Test hooks: where queries go and which sources count as on-link.
 	group netip.AddrPort
-	links func() (links, error)
+	links func() (onlink.Links, error)
 }
 
 // New returns a Resolver with o's settings, defaults filled in.
@@ -62,7 +63,7 @@ func New(o Options) *Resolver {
 	if o.MaxInstances <= 0 {
 		o.MaxInstances = DefaultMaxInstances
 	}
-	return &Resolver{o: o, group: Group4, links: localLinks}
+	return &Resolver{o: o, group: Group4, links: onlink.Local}
 }
 
 // Name returns sources.NameDNSSD.
@@ -89,7 +90,7 @@ func (r *Resolver) Enrich(ctx context.Context, hosts []*sources.Host) error {
 	// The interfaces that hold a sweep host, each once.
 	var ifaces []net.Interface
 	for ip := range byIP {
-		if ifi, ok := ls.find(ip); ok && !slices.ContainsFunc(ifaces, func(i net.Interface) bool { return i.Index == ifi.Index }) {
+		if ifi, ok := ls.Find(ip); ok && !slices.ContainsFunc(ifaces, func(i net.Interface) bool { return i.Index == ifi.Index }) {
 			ifaces = append(ifaces, ifi)
 		}
 	}
@@ -103,7 +104,7 @@ func (r *Resolver) Enrich(ctx context.Context, hosts []*sources.Host) error {
 
 // browse runs the query rounds and returns what it heard, with an error
 // summarising malformed replies, send failures and cancellation.
-func (r *Resolver) browse(ctx context.Context, ls links, ifaces []net.Interface) (*cache, error) {
+func (r *Resolver) browse(ctx context.Context, ls onlink.Links, ifaces []net.Interface) (*cache, error) {
 	c := newCache(r.o.MaxTypes, r.o.MaxInstances)
 	conn, err := net.ListenUDP("udp4", &net.UDPAddr{})
 	if err != nil {
@@ -155,7 +156,7 @@ type session struct {
 	ctx    context.Context
 	conn   *net.UDPConn
 	pc     *ipv4.PacketConn
-	ls     links
+	ls     onlink.Links
 	ifaces []net.Interface
 	c      *cache
 
@@ -216,7 +217,7 @@ func (s *session) round(qs []dns.Question) {
 			return
 		}
 		from := src.Addr().Unmap()
-		if !s.ls.onLink(from) {
+		if !s.ls.OnLink(from) {
 			continue
 		}
 		recs, err := ParseRecords(buf[:n])

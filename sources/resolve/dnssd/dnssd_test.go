@@ -3,6 +3,7 @@ package dnssd
 import (
 	"context"
 	"errors"
+	"github.com/jocasta/jocasta/sources/resolve/onlink"
 	"net"
 	"net/netip"
 	"strings"
@@ -131,13 +132,13 @@ func addr(name, ip string) dns.RR {
 	return &dns.A{Hdr: hdr(name, dns.TypeA), A: net.ParseIP(ip)}
 }
 
-func loopbackLinks(t *testing.T) links {
+func loopbackLinks(t *testing.T) onlink.Links {
 	t.Helper()
 	lo, err := net.InterfaceByName("lo")
 	if err != nil {
 		t.Skipf("no loopback interface: %v", err)
 	}
-	return links{{netip.MustParsePrefix("127.0.0.0/25"), *lo}}
+	return onlink.Links{{Prefix: netip.MustParsePrefix("127.0.0.0/25"), Interface: *lo}}
 }
 
 func cat(parts ...[]dns.RR) []dns.RR {
@@ -189,7 +190,7 @@ func TestEnrich(t *testing.T) {
 	r := New(Options{Timeout: 300 * time.Millisecond})
 	r.group = link.conn.LocalAddr().(*net.UDPAddr).AddrPort()
 	ls := loopbackLinks(t)
-	r.links = func() (links, error) { return ls, nil }
+	r.links = func() (onlink.Links, error) { return ls, nil }
 	err := r.Enrich(context.Background(), hosts)
 	if !errors.Is(err, ErrMalformed) {
 		t.Errorf("err = %v, want the garbage reported (ErrMalformed)", err)
@@ -252,7 +253,7 @@ func TestEnrich(t *testing.T) {
 func TestEnrichNoLink(t *testing.T) {
 	r := New(Options{Timeout: 50 * time.Millisecond})
 	ls := loopbackLinks(t)
-	r.links = func() (links, error) { return ls, nil }
+	r.links = func() (onlink.Links, error) { return ls, nil }
 	err := r.Enrich(context.Background(), []*sources.Host{{IP: netip.MustParseAddr("192.0.2.1")}})
 	if !errors.Is(err, ErrNoLink) {
 		t.Errorf("err = %v, want ErrNoLink", err)
@@ -267,7 +268,7 @@ func TestCancel(t *testing.T) {
 	r := New(Options{Timeout: time.Hour})
 	r.group = link.conn.LocalAddr().(*net.UDPAddr).AddrPort()
 	ls := loopbackLinks(t)
-	r.links = func() (links, error) { return ls, nil }
+	r.links = func() (onlink.Links, error) { return ls, nil }
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	done := make(chan error, 1)

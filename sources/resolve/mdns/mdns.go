@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/jocasta/jocasta/sources/resolve/onlink"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -52,7 +53,7 @@ type Resolver struct {
 	port   uint16
 	group4 netip.AddrPort
 	group6 netip.AddrPort
-	links  func() (links, error)
+	links  func() (onlink.Links, error)
 }
 
 // New returns a Resolver with o's settings, defaults filled in.
@@ -65,7 +66,7 @@ func New(o Options) *Resolver {
 	}
 	return &Resolver{
 		timeout: o.Timeout, concurrency: o.Concurrency,
-		port: Port, group4: Group4, group6: Group6, links: localLinks,
+		port: Port, group4: Group4, group6: Group6, links: onlink.Local,
 	}
 }
 
@@ -149,9 +150,9 @@ func (r *Resolver) Lookup(ctx context.Context, ip netip.Addr) (string, error) {
 	return r.lookup(ctx, ls, ip)
 }
 
-func (r *Resolver) lookup(ctx context.Context, ls links, ip netip.Addr) (string, error) {
+func (r *Resolver) lookup(ctx context.Context, ls onlink.Links, ip netip.Addr) (string, error) {
 	ip = ip.Unmap()
-	ifi, ok := ls.find(ip)
+	ifi, ok := ls.Find(ip)
 	if !ok {
 		return "", fmt.Errorf("mdns: lookup %s: %w", ip, ErrOffLink)
 	}
@@ -214,7 +215,7 @@ func (r *Resolver) lookup(ctx context.Context, ls links, ip netip.Addr) (string,
 			}
 			return "", fmt.Errorf("mdns: lookup %s: read: %w", ip, err)
 		}
-		if !ls.onLink(src.Addr()) {
+		if !ls.OnLink(src.Addr()) {
 			continue // RFC 6762 §11: off-link replies are ignored
 		}
 		name, err := ParseReply(buf[:n], qname)

@@ -3,6 +3,7 @@ package mdns
 import (
 	"context"
 	"errors"
+	"github.com/jocasta/jocasta/sources/resolve/onlink"
 	"net"
 	"net/netip"
 	"sync"
@@ -102,14 +103,14 @@ func freePort(t *testing.T, ip string) uint16 {
 	return uint16(c.LocalAddr().(*net.UDPAddr).Port)
 }
 
-func loopbackLinks(t *testing.T) links {
+func loopbackLinks(t *testing.T) onlink.Links {
 	t.Helper()
 	lo, err := net.InterfaceByName("lo")
 	if err != nil {
 		t.Skipf("no loopback interface: %v", err)
 	}
 	// 127.0.0.128/25 plays an off-link network.
-	return links{{netip.MustParsePrefix("127.0.0.0/25"), *lo}}
+	return onlink.Links{{Prefix: netip.MustParsePrefix("127.0.0.0/25"), Interface: *lo}}
 }
 
 func TestEnrich(t *testing.T) {
@@ -193,7 +194,7 @@ func TestEnrich(t *testing.T) {
 	r.port = port
 	r.group4 = group.conn.LocalAddr().(*net.UDPAddr).AddrPort()
 	ls := loopbackLinks(t)
-	r.links = func() (links, error) { return ls, nil }
+	r.links = func() (onlink.Links, error) { return ls, nil }
 	err = r.Enrich(context.Background(), hosts)
 	if err != nil {
 		t.Errorf("Enrich: %v", err)
@@ -242,7 +243,7 @@ func TestEnrichMalformedReported(t *testing.T) {
 	r.port = uint16(f.conn.LocalAddr().(*net.UDPAddr).Port)
 	r.group4 = netip.MustParseAddrPort("127.0.0.1:9") // discard
 	ls := loopbackLinks(t)
-	r.links = func() (links, error) { return ls, nil }
+	r.links = func() (onlink.Links, error) { return ls, nil }
 	h := &sources.Host{IP: netip.MustParseAddr("127.0.0.40")}
 	err := r.Enrich(context.Background(), []*sources.Host{h})
 	if !errors.Is(err, ErrMalformed) {
@@ -263,7 +264,7 @@ func TestCancel(t *testing.T) {
 	r.port = uint16(f.conn.LocalAddr().(*net.UDPAddr).Port)
 	r.group4 = netip.MustParseAddrPort("127.0.0.1:9")
 	ls := loopbackLinks(t)
-	r.links = func() (links, error) { return ls, nil }
+	r.links = func() (onlink.Links, error) { return ls, nil }
 	hosts := []*sources.Host{{IP: netip.MustParseAddr("127.0.0.41")}, {IP: netip.MustParseAddr("127.0.0.41")}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -302,7 +303,9 @@ func TestLookupIPv6(t *testing.T) {
 	r := New(Options{Timeout: 500 * time.Millisecond})
 	r.port = uint16(f.conn.LocalAddr().(*net.UDPAddr).Port)
 	r.group6 = netip.MustParseAddrPort("[::1]:9")
-	r.links = func() (links, error) { return links{{netip.MustParsePrefix("::1/128"), *lo}}, nil }
+	r.links = func() (onlink.Links, error) {
+		return onlink.Links{{Prefix: netip.MustParsePrefix("::1/128"), Interface: *lo}}, nil
+	}
 	got, err := r.Lookup(context.Background(), netip.IPv6Loopback())
 	if err != nil || got != "six.local" {
 		t.Fatalf("Lookup(::1) = %q, %v", got, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/jocasta/jocasta/sources/resolve/onlink"
 	"io"
 	"net"
 	"net/http"
@@ -60,7 +61,7 @@ type Resolver struct {
 	// Test hooks: where the search goes, which interfaces exist, and how
 	// long to listen.
 	group  netip.AddrPort
-	links  func() (links, error)
+	links  func() (onlink.Links, error)
 	listen time.Duration
 }
 
@@ -81,7 +82,7 @@ func New(o Options) *Resolver {
 		o.MaxDescription = DefaultMaxDescription
 	}
 	return &Resolver{
-		o: o, group: Group, links: localLinks,
+		o: o, group: Group, links: onlink.Local,
 		listen: time.Duration(o.MX+1) * time.Second,
 	}
 }
@@ -117,7 +118,7 @@ func (r *Resolver) Enrich(ctx context.Context, hosts []*sources.Host) error {
 	}
 	var ifaces []net.Interface
 	for ip := range byIP {
-		if ifi, ok := ls.find(ip); ok && !slices.ContainsFunc(ifaces, func(i net.Interface) bool { return i.Index == ifi.Index }) {
+		if ifi, ok := ls.Find(ip); ok && !slices.ContainsFunc(ifaces, func(i net.Interface) bool { return i.Index == ifi.Index }) {
 			ifaces = append(ifaces, ifi)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/jocasta/jocasta/sources/resolve/onlink"
 	"io"
 	"net"
 	"net/http"
@@ -163,13 +164,13 @@ func startGroup(t *testing.T, devices []*ssdpDevice) *fakeGroup {
 	return g
 }
 
-func loopbackLinks(t *testing.T) links {
+func loopbackLinks(t *testing.T) onlink.Links {
 	t.Helper()
 	lo, err := net.InterfaceByName("lo")
 	if err != nil {
 		t.Skipf("no loopback interface: %v", err)
 	}
-	return links{{netip.MustParsePrefix("127.0.0.0/8"), *lo}}
+	return onlink.Links{{Prefix: netip.MustParsePrefix("127.0.0.0/8"), Interface: *lo}}
 }
 
 func TestEnrich(t *testing.T) {
@@ -227,7 +228,7 @@ func TestEnrich(t *testing.T) {
 	r.group = g.conn.LocalAddr().(*net.UDPAddr).AddrPort()
 	r.listen = 300 * time.Millisecond
 	ls := loopbackLinks(t)
-	r.links = func() (links, error) { return ls, nil }
+	r.links = func() (onlink.Links, error) { return ls, nil }
 	err := r.Enrich(context.Background(), list)
 	t.Logf("Enrich error (expected):\n%v", err)
 	if err == nil {
@@ -353,7 +354,7 @@ func (zeroReader) Read(p []byte) (int, error) {
 func TestEnrichNoLink(t *testing.T) {
 	r := New(Options{})
 	ls := loopbackLinks(t)
-	r.links = func() (links, error) { return ls, nil }
+	r.links = func() (onlink.Links, error) { return ls, nil }
 	if err := r.Enrich(context.Background(), []*sources.Host{{IP: netip.MustParseAddr("192.0.2.1")}}); !errors.Is(err, ErrNoLink) {
 		t.Errorf("err = %v, want ErrNoLink", err)
 	}
@@ -364,7 +365,7 @@ func TestCancel(t *testing.T) {
 	r := New(Options{MX: 5})
 	r.group = g.conn.LocalAddr().(*net.UDPAddr).AddrPort()
 	ls := loopbackLinks(t)
-	r.links = func() (links, error) { return ls, nil }
+	r.links = func() (onlink.Links, error) { return ls, nil }
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	done := make(chan error, 1)
