@@ -61,6 +61,9 @@ func cmdConfigShow(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Show the effective source name rather than the empty default.
+	host, _ := os.Hostname()
+	cfg.Scan.Source = cfg.ScanSource(host)
 	b, err := cfg.Redacted().YAML()
 	if err != nil {
 		return err
