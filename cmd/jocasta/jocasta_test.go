@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -20,7 +21,9 @@ import (
 	"github.com/jocasta/jocasta/httpapi/apitest"
 	"github.com/jocasta/jocasta/projections"
 	"github.com/jocasta/jocasta/sources"
+	"github.com/jocasta/jocasta/store"
 	"github.com/rs/zerolog"
+	bolt "go.etcd.io/bbolt"
 )
 
 const noSweeps = "scan:\n  devices:\n    enabled: false\n"
@@ -472,4 +475,35 @@ func startDaemonWith(t *testing.T, cfgPath string, hooks *serveHooks) *daemon {
 	testHooks = hooks
 	defer func() { testHooks = nil }()
 	return startDaemon(t, cfgPath)
+}
+
+// TestLogVerifyReportsTampering edits one stored event behind jocasta's
+// back and checks that log verify exits 1 naming that seq.
+func TestLogVerifyReportsTampering(t *testing.T) {
+	cfg := writeConfig(t, t.TempDir(), noSweeps)
+	for _, name := range []string{"a", "b", "c"} {
+		if code, _, stderr := cli(t, "", "token", "create", "--config", cfg, "--name", name, "--mode", "read", "--expires", "never"); code != 0 {
+			t.Fatal(stderr)
+		}
+	}
+	dbFile := filepath.Join(filepath.Dir(cfg), "data", "jocasta.db")
+	db, err := bolt.Open(dbFile, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(store.BucketLog))
+		key := []byte{0, 0, 0, 0, 0, 0, 0, 2}
+		v := append([]byte(nil), b.Get(key)...)
+		v = bytes.Replace(v, []byte(`"name":"b"`), []byte(`"name":"B"`), 1)
+		return b.Put(key, v)
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := cli(t, "", "log", "verify", "--config", cfg)
+	if code != exitUser || !strings.Contains(stderr, "seq 2") {
+		t.Fatalf("verify of a tampered log: exit %d %q", code, stderr)
+	}
 }
