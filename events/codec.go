@@ -109,6 +109,9 @@ func (r *Registry) Decode(e Envelope) (any, error) {
 	}
 	s := r.specs[e.Kind]
 	ptr := reflect.New(reflect.TypeOf(s.Payload))
+	if fastDecode(p, ptr.Interface()) {
+		return ptr.Interface(), nil
+	}
 	if err := json.Unmarshal(p, ptr.Interface()); err != nil {
 		return nil, fmt.Errorf("events: seq %d: decode %s payload: %w", e.Seq, e.Kind, err)
 	}
@@ -121,6 +124,9 @@ func (r *Registry) DecodeInto(e Envelope, dst any) error {
 	p, err := r.Upcast(e)
 	if err != nil {
 		return err
+	}
+	if fastDecode(p, dst) {
+		return nil
 	}
 	if err := json.Unmarshal(p, dst); err != nil {
 		return fmt.Errorf("events: seq %d: decode %s payload: %w", e.Seq, e.Kind, err)

@@ -18,7 +18,8 @@ type SweepCompleted struct {
 	Finished time.Time `json:"finished"`
 	// Networks are the CIDR prefixes the sweep covered.
 	Networks []string `json:"networks"`
-	// ProbesSent counts ICMP echo requests really sent.
+	// ProbesSent counts probes really sent: ICMP echo requests, plus the
+	// sweep's own ARP requests on on-link IPv4 networks.
 	ProbesSent int `json:"probes_sent"`
 	// Complete is false when the sweep failed or was cut short; an
 	// incomplete sweep is never evidence that a device is gone.
@@ -36,7 +37,7 @@ type SweepHost struct {
 	MAC string `json:"mac,omitempty"`
 	// RTTMicros is the best ICMP round trip; 0 when only ARP/NDP answered.
 	RTTMicros int64 `json:"rtt_us,omitempty"`
-	// Via says how the host was found: "icmp" or "neighbour".
+	// Via says how the host was found: "icmp", "arp" or "neighbour".
 	Via string `json:"via"`
 	// Names maps a resolver (dns, mdns, netbios, dnssd, ssdp) to a name.
 	Names map[string]string `json:"names,omitempty"`

@@ -113,16 +113,6 @@ func hashBytes(h string) []byte {
 	return b
 }
 
-// decodeEnvelope parses a stored value. json.Unmarshal copies every byte
-// it keeps, so the result outlives the transaction.
-func decodeEnvelope(v []byte) (events.Envelope, error) {
-	var e events.Envelope
-	if err := json.Unmarshal(v, &e); err != nil {
-		return events.Envelope{}, err
-	}
-	return e, nil
-}
-
 // u64 decodes an 8-byte big-endian value; ok is false for any other length.
 func u64(b []byte) (uint64, bool) { return keySeq(b) }
 

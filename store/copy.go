@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jocasta/jocasta/events"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -19,6 +20,28 @@ import (
 // copied too, so a compacted log can still be replayed from dst. Appends
 // to dst wait until the copy ends; the source may keep appending.
 func (s *Store) CopyLog(dst *Store, until time.Time) (copied uint64, err error) {
+	return s.CopyLogFunc(dst, until, nil)
+}
+
+// CopyLogFunc copies in transactions of up to fnChunk events and hands
+// them to fn in parts of up to fnPart.
+const (
+	fnChunk = 32768
+	fnPart  = 8192
+)
+
+// CopyLogFunc is CopyLog that also hands every event it copies to fn, in
+// order, in parts of up to 8,192 events, as it reads them: the events are
+// decoded as Read decodes them, so a caller that needs them (replay)
+// reads the log once instead of twice. The copy commits to dst in
+// transactions of up to 32,768 events, so dst's head may be behind the
+// events fn has seen; it is at the last of them when CopyLogFunc returns
+// without error. fn runs inside a read transaction on this store and
+// must not write to dst's log; it may write to dst's other buckets, and
+// those transactions interleave with the copy's (few, big) ones. An
+// error from fn stops the copy before the events of that transaction
+// are committed and is returned as is. A nil fn is CopyLog.
+func (s *Store) CopyLogFunc(dst *Store, until time.Time, fn func(evs []events.Envelope) error) (copied uint64, err error) {
 	if dst == s {
 		return 0, errors.New("store: copy log: destination is the source")
 	}
@@ -50,49 +73,123 @@ func (s *Store) CopyLog(dst *Store, until time.Time) (copied uint64, err error) 
 	dst.head.Store(tip.Seq)
 	dst.headHash = tip.Hash
 
+	// Each chunk is read in a read transaction on the source and written,
+	// straight from the source's pages, in one write transaction on dst
+	// inside it: the stored bytes are never copied in memory.
+	chunk := scanChunk
+	if fn != nil {
+		// Fewer, bigger transactions: fn's caller (replay) writes to dst
+		// too, and each of the copy's transactions waits for its own.
+		chunk = fnChunk
+	}
+	var keys, vals [][]byte
 	for stop := false; !stop; {
-		var keys, vals [][]byte
+		keys, vals = keys[:0], vals[:0]
+		var evs []events.Envelope // for fn
+		if fn != nil {
+			evs = make([]events.Envelope, 0, chunk)
+		}
 		next := tip
+		var nextHash []byte // next.Hash, while it points into the source's pages
+		var dstErr, fnErr error
+		handed := 0 // events of evs handed to fn
+		hand := func() bool {
+			if handed < len(evs) {
+				fnErr = fn(evs[handed:len(evs):len(evs)])
+				handed = len(evs)
+			}
+			return fnErr == nil
+		}
 		err := s.db.View(func(tx *bolt.Tx) error {
 			c := tx.Bucket(bLog).Cursor()
-			for k, v := c.Seek(seqKey(tip.Seq + 1)); k != nil; k, v = c.Next() {
-				if len(keys) == scanChunk {
-					return nil
+			k, v := c.Seek(seqKey(tip.Seq + 1))
+			for ; k != nil && len(keys) < chunk; k, v = c.Next() {
+				// The event's seq, time and link, and its hash for the next.
+				var (
+					seq    uint64
+					at     time.Time
+					linked bool
+					hash   []byte // when fn is nil; else evs' last has it
+				)
+				if fn == nil {
+					l, err := decodeLink(v)
+					if err != nil {
+						return fmt.Errorf("seq %x: %w: %w", k, ErrCorrupt, err)
+					}
+					seq, at, hash = l.seq, l.time, l.hash
+					if nextHash != nil {
+						linked = bytes.Equal(l.prev, nextHash)
+					} else {
+						linked = string(l.prev) == next.Hash
+					}
+				} else {
+					var prev *events.Envelope
+					if len(evs) > 0 {
+						prev = &evs[len(evs)-1]
+					}
+					e, err := decodeEnvelopeReuse(v, prev)
+					if err != nil {
+						return fmt.Errorf("seq %x: %w: %w", k, ErrCorrupt, err)
+					}
+					seq, at = e.Seq, e.Time
+					if nextHash != nil {
+						linked = e.PrevHash == string(nextHash)
+					} else {
+						linked = e.PrevHash == next.Hash
+					}
+					evs = append(evs, e)
 				}
-				e, err := decodeEnvelope(v)
-				if err != nil {
-					return fmt.Errorf("seq %x: %w: %w", k, ErrCorrupt, err)
-				}
-				if seq, _ := keySeq(k); seq != next.Seq+1 || e.Seq != seq || e.PrevHash != next.Hash {
+				if kseq, _ := keySeq(k); kseq != next.Seq+1 || seq != kseq || !linked {
 					return fmt.Errorf("chain broken at seq %d (run jocasta log verify): %w", next.Seq+1, ErrCorrupt)
 				}
-				if !until.IsZero() && e.Time.After(until) {
+				if !until.IsZero() && at.After(until) {
+					if fn != nil {
+						evs = evs[:len(evs)-1]
+					}
 					break
 				}
-				keys, vals = append(keys, bytes.Clone(k)), append(vals, bytes.Clone(v))
-				next = anchor{Seq: e.Seq, Hash: e.Hash}
+				keys, vals = append(keys, k), append(vals, v)
+				next.Seq, nextHash = seq, hash
+				if fn != nil {
+					next.Hash = evs[len(evs)-1].Hash
+					if len(evs)-handed == fnPart && !hand() {
+						return nil
+					}
+				}
 			}
-			stop = true
+			if fn != nil && !hand() {
+				return nil
+			}
+			stop = k == nil || len(keys) < chunk
+			if len(keys) == 0 {
+				return nil
+			}
+			if nextHash != nil {
+				next.Hash = string(nextHash)
+			}
+			dstErr = dst.db.Update(func(dtx *bolt.Tx) error {
+				lb := dtx.Bucket(bLog)
+				lb.FillPercent = logFillPercent
+				for i := range keys {
+					if err := lb.Put(keys[i], vals[i]); err != nil {
+						return err
+					}
+				}
+				return putTip(dtx, next, a)
+			})
 			return nil
 		})
 		if err != nil {
 			return copied, fmt.Errorf("store: copy log: %w", err)
 		}
+		if fnErr != nil {
+			return copied, fnErr
+		}
+		if dstErr != nil {
+			return copied, fmt.Errorf("store: copy log into %s: %w", dst.path, dstErr)
+		}
 		if len(keys) == 0 {
 			break
-		}
-		err = dst.db.Update(func(tx *bolt.Tx) error {
-			lb := tx.Bucket(bLog)
-			lb.FillPercent = logFillPercent
-			for i := range keys {
-				if err := lb.Put(keys[i], vals[i]); err != nil {
-					return err
-				}
-			}
-			return putTip(tx, next, a)
-		})
-		if err != nil {
-			return copied, fmt.Errorf("store: copy log into %s: %w", dst.path, err)
 		}
 		copied += uint64(len(keys))
 		tip = next

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/jocasta/jocasta/events"
 	bolt "go.etcd.io/bbolt"
@@ -36,21 +37,48 @@ func (s *Store) Read(from uint64, max int) ([]events.Envelope, error) {
 	return out, err
 }
 
+// ReadAppend is Read that appends the events to dst and returns the
+// extended slice: a caller reading into a slice it sized (or reuses)
+// saves the allocation and the copy.
+func (s *Store) ReadAppend(dst []events.Envelope, from uint64, max int) ([]events.Envelope, error) {
+	if s.isClosed() {
+		return dst, fmt.Errorf("store: read: %w", ErrClosed)
+	}
+	err := safeView(s.db, func(tx *bolt.Tx) error {
+		var err error
+		dst, err = readTx(tx, dst, from, max)
+		return err
+	})
+	return dst, err
+}
+
 // ReadTx is Read inside the caller's transaction. The envelopes are
 // copies and stay valid after the transaction ends.
 func (s *Store) ReadTx(tx *bolt.Tx, from uint64, max int) ([]events.Envelope, error) {
+	return readTx(tx, nil, from, max)
+}
+
+// readTx appends up to max events from seq from on to out.
+func readTx(tx *bolt.Tx, out []events.Envelope, from uint64, max int) ([]events.Envelope, error) {
 	if max <= 0 {
-		return nil, fmt.Errorf("store: read from %d: max %d must be positive", from, max)
+		return out, fmt.Errorf("store: read from %d: max %d must be positive", from, max)
 	}
 	lb := tx.Bucket(bLog)
 	if lb == nil {
-		return nil, fmt.Errorf("store: read: bucket %q missing: %w", BucketLog, ErrCorrupt)
+		return out, fmt.Errorf("store: read: bucket %q missing: %w", BucketLog, ErrCorrupt)
 	}
-	var out []events.Envelope
+	if last := lb.Sequence(); last >= from {
+		out = slices.Grow(out, int(min(uint64(max), last-from+1)))
+	}
+	n0 := len(out)
 	c := lb.Cursor()
-	for k, v := c.Seek(seqKey(from)); k != nil && len(out) < max; k, v = c.Next() {
+	for k, v := c.Seek(seqKey(from)); k != nil && len(out)-n0 < max; k, v = c.Next() {
 		seq, _ := keySeq(k)
-		e, err := decodeEnvelope(v)
+		var prev *events.Envelope
+		if len(out) > n0 {
+			prev = &out[len(out)-1]
+		}
+		e, err := decodeEnvelopeReuse(v, prev)
 		if err != nil {
 			return out, fmt.Errorf("store: read seq %d: %w: %w", seq, ErrCorrupt, err)
 		}

@@ -72,6 +72,35 @@ func SaveSnapshotTx(tx *bolt.Tx, seq uint64, t time.Time, buckets []string) erro
 	if err != nil {
 		return fmt.Errorf("store: save snapshot %d: %w", seq, err)
 	}
+	return saveSnapshot(tx, seq, hash, t, buckets)
+}
+
+// SaveSnapshotOfTx is SaveSnapshotTx for the event ev, which the caller
+// read from the log: ev may lie beyond the head tx sees when the log is
+// being copied into this store while it is applied (replay), and its
+// append commits later. When ev is within the head, its hash must be the
+// one stored.
+func SaveSnapshotOfTx(tx *bolt.Tx, ev events.Envelope, buckets []string) error {
+	if !tx.Writable() {
+		return fmt.Errorf("store: save snapshot %d: %w", ev.Seq, bolt.ErrTxNotWritable)
+	}
+	if ev.Seq == 0 || ev.Hash == "" {
+		return fmt.Errorf("store: save snapshot %d: the event has no seq or hash", ev.Seq)
+	}
+	head, _ := u64(tx.Bucket(bMeta).Get(metaHead))
+	if ev.Seq <= head {
+		hash, err := hashAt(tx, ev.Seq)
+		if err != nil {
+			return fmt.Errorf("store: save snapshot %d: %w", ev.Seq, err)
+		}
+		if hash != ev.Hash {
+			return fmt.Errorf("store: save snapshot %d: the event's hash is not the logged one: %w", ev.Seq, ErrCorrupt)
+		}
+	}
+	return saveSnapshot(tx, ev.Seq, ev.Hash, ev.Time, buckets)
+}
+
+func saveSnapshot(tx *bolt.Tx, seq uint64, hash string, t time.Time, buckets []string) error {
 	snap := Snapshot{Seq: seq, Hash: hash, Time: t.UTC(), Buckets: map[string][]KV{}}
 	for _, name := range buckets {
 		if reserved(name) {

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -407,5 +408,51 @@ func TestCopyLog(t *testing.T) {
 	}
 	if _, err := src.CopyLog(src, time.Time{}); err == nil {
 		t.Error("CopyLog into itself succeeded")
+	}
+}
+
+// TestSaveSnapshotOf covers snapshots of an event the caller read from a
+// log: beyond the head (replay copies the log while applying it) the
+// event's hash is taken; within it, the hash must be the logged one.
+func TestSaveSnapshotOf(t *testing.T) {
+	s := storetest.Open(t)
+	stored := appendN(t, s, 3, time.Now())
+	ahead := stored[2]
+	ahead.Seq, ahead.Hash = 9, strings.Repeat("ab", 32)
+	wrong := stored[1]
+	wrong.Hash = strings.Repeat("cd", 32)
+	noHash := stored[0]
+	noHash.Hash = ""
+	for _, c := range []struct {
+		name string
+		ev   events.Envelope
+		ok   bool
+	}{
+		{"a logged event", stored[1], true},
+		{"an event beyond the head", ahead, true},
+		{"a logged seq with another hash", wrong, false},
+		{"an event without a hash", noHash, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := s.DB().Update(func(tx *bolt.Tx) error {
+				return store.SaveSnapshotOfTx(tx, c.ev, []string{"inventory"})
+			})
+			if c.ok != (err == nil) {
+				t.Fatalf("err = %v, want ok = %v", err, c.ok)
+			}
+			if !c.ok {
+				return
+			}
+			snap, err := s.LoadSnapshot(c.ev.Seq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if snap.Hash != c.ev.Hash || !snap.Time.Equal(c.ev.Time) {
+				t.Errorf("snapshot %d: hash %s time %v, want %s %v", c.ev.Seq, snap.Hash, snap.Time, c.ev.Hash, c.ev.Time)
+			}
+		})
+	}
+	if err := s.DB().View(func(tx *bolt.Tx) error { return store.SaveSnapshotOfTx(tx, stored[0], nil) }); err == nil {
+		t.Error("saved in a read-only transaction")
 	}
 }

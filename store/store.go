@@ -35,8 +35,10 @@ type Options struct {
 	// LockTimeout is how long Open waits for a database locked by another
 	// process before it fails with ErrLocked. Default 2s.
 	LockTimeout time.Duration
-	// NoSync turns off fsync on commit. Benchmarks only; never in
-	// production, where an acknowledged append must survive a crash.
+	// NoSync turns off fsync on commit and when the file grows.
+	// Benchmarks and files synced once complete (the output of replay)
+	// only; never in production, where an acknowledged append must
+	// survive a crash.
 	NoSync bool
 	// MaxBatch is the most append requests one group commit takes.
 	// Default 1024.
@@ -131,6 +133,7 @@ func Open(path string, opts Options) (*Store, error) {
 	db, err := openBolt(path, &bolt.Options{
 		Timeout:      opts.LockTimeout,
 		NoSync:       opts.NoSync,
+		NoGrowSync:   opts.NoSync,
 		FreelistType: bolt.FreelistMapType,
 		PageSize:     pageSize,
 	})
