@@ -34,13 +34,19 @@
 //
 // # Throughput
 //
-// Catching up overlaps three stages: one goroutine reads the next batch
-// (splitting it over several read transactions, since decoding the stored
-// JSON is most of the cost) and runs every [Preparer]'s Prepare over it
-// on up to GOMAXPROCS goroutines (payload decoding, pure), while the
-// calling goroutine applies the batch before it. A projection that
-// buffers row writes implements [Flusher]; Flush runs once per batch,
-// before the checkpoints move.
+// Catching up overlaps reading and applying: while the calling goroutine
+// applies a batch, the next one is read and prepared on up to GOMAXPROCS
+// goroutines, each reading its part of the batch in its own read
+// transaction (store.ReadAppend, straight into its place in the batch)
+// and running every [Preparer]'s Prepare over it (payload decoding,
+// pure). A projection that buffers row writes implements [Flusher];
+// Flush runs once per batch, before the checkpoints move.
+//
+// BenchmarkRebuild1M (1,000,000 events, the inventory) applies about
+// 220,000 events/s on two cores, BenchmarkReplay1M about 145,000 (see
+// docs/performance.md). Roughly a third of the CPU is reading and
+// decoding, a third applying (with bbolt's writes), and a fifth the
+// garbage collector.
 //
 // # Snapshots, compaction and replay
 //
@@ -56,8 +62,11 @@
 // every projection there. A compacted log is continued from the newest
 // snapshot at or before that time; a time inside the compacted history is
 // an error wrapping [ErrCompacted] that names the earliest replayable
-// time. An uncompacted log is applied while it is being copied. The
-// output is a complete database that `jocasta serve` opens as is.
+// time. An uncompacted log is applied while it is being copied: the copy
+// (store.CopyLogFunc) hands over the events it decoded, so the log is
+// read once, and the batches are prepared while the one before is
+// applied. The output is a complete database that `jocasta serve` opens
+// as is.
 //
 // # Caveats
 //

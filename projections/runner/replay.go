@@ -10,6 +10,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/jocasta/jocasta/events"
 	"github.com/jocasta/jocasta/store"
 )
 
@@ -100,8 +101,10 @@ func finish(dst *store.Store, dstPath string, owner **store.Store) error {
 	return nil
 }
 
-// copyAndApply copies an uncompacted log into dst on one goroutine while
-// the projections catch up with what is already copied on this one.
+// copyAndApply copies an uncompacted log into dst on one goroutine and
+// applies it on this one: the copy hands over the events it decoded (so
+// the log is read once), cut into batches and prepared, while the batch
+// before is applied.
 func copyAndApply(ctx context.Context, src, dst *store.Store, until time.Time, projs []Projection, opts Options) error {
 	r, err := New(dst, projs, opts)
 	if err != nil {
@@ -110,32 +113,62 @@ func copyAndApply(ctx context.Context, src, dst *store.Store, until time.Time, p
 	if err := r.init(); err != nil {
 		return err
 	}
-	copied := make(chan error, 1)
+	cctx, cancel := context.WithCancel(ctx)
+	ch := make(chan *batch, 1)
+	done := make(chan struct{})
 	go func() {
-		_, err := src.CopyLog(dst, until)
-		copied <- err
-	}()
-	poll := time.NewTicker(5 * time.Millisecond)
-	defer poll.Stop()
-	batch := uint64(r.opts.BatchSize)
-	for {
-		// Whole batches only: a small batch costs a flush of every
-		// device it touched.
-		if applied, head := r.Applied(), dst.Head(); head >= applied+batch {
-			if err := r.catchUpTo(ctx, applied+(head-applied)/batch*batch); err != nil {
-				<-copied
-				return err
+		defer close(done)
+		defer close(ch)
+		send := func(b *batch) bool {
+			select {
+			case ch <- b:
+				return true
+			case <-cctx.Done():
+				return false
 			}
 		}
-		select {
-		case err := <-copied:
-			if err != nil {
-				return fmt.Errorf("runner: replay: %w", err)
+		// The parts the copy hands over (8,192 events) are the batches,
+		// cut to BatchSize and after each retention.purged as read
+		// batches are.
+		_, err := src.CopyLogFunc(dst, until, func(evs []events.Envelope) error {
+			for len(evs) > 0 {
+				n := min(len(evs), r.opts.BatchSize)
+				for k, e := range evs[:n] {
+					if e.Kind == events.KindRetentionPurged {
+						n = k + 1
+						break
+					}
+				}
+				if !send(r.preparedBatch(evs[:n:n])) {
+					return cctx.Err()
+				}
+				evs = evs[n:]
 			}
-			return r.catchUp(ctx)
-		case <-poll.C:
+			return nil
+		})
+		if err != nil {
+			send(&batch{err: fmt.Errorf("runner: replay: %w", err)})
+		}
+	}()
+	defer func() {
+		cancel()
+		for range ch { // unblock the copy
+		}
+		<-done
+	}()
+	for b := range ch {
+		if b.err != nil {
+			return b.err
+		}
+		if err := r.applyBatch(b); err != nil {
+			return err
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// Whatever was appended to dst besides the copy (nothing, normally).
+	return r.catchUp(ctx)
 }
 
 // replayBase picks the snapshot a replay of a compacted log starts from:

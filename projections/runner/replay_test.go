@@ -434,3 +434,48 @@ func TestReplayAfterCompaction(t *testing.T) {
 		}
 	})
 }
+
+// TestReplayWithSnapshotsBeforeCompaction replays a log that was never
+// compacted but holds retention.purged events, so the replay takes its
+// snapshots while the log is still being copied into the output.
+func TestReplayWithSnapshotsBeforeCompaction(t *testing.T) {
+	dir := t.TempDir()
+	l := startLive(t, filepath.Join(dir, "live.db"), inventory.RetentionOptions{Devices: 3 * 24 * time.Hour})
+	scenario(l, 8, nil)
+	want := dump(t, l.inv)
+	if l.st.First() > 1 {
+		t.Fatalf("the log was compacted (first = %d); this test needs it whole", l.st.First())
+	}
+	live, err := l.st.Snapshots()
+	if err != nil || len(live) == 0 {
+		t.Fatalf("no snapshot in the live log (%v): the scenario must purge", err)
+	}
+	out := filepath.Join(dir, "replay.db")
+	if err := Replay(context.Background(), l.st, out, time.Time{}, []Projection{newInventory(t)}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, openDump(t, out)); diff != "" {
+		t.Errorf("replay differs from live (-live +replay):\n%s", diff)
+	}
+	st, err := store.Open(out, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	got, err := st.Snapshots()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(live) {
+		t.Fatalf("replay took %d snapshots, live %d", len(got), len(live))
+	}
+	for k := range got {
+		if got[k].Seq != live[k].Seq || got[k].Hash != live[k].Hash {
+			t.Errorf("snapshot %d: replay %d/%s, live %d/%s", k, got[k].Seq, got[k].Hash, live[k].Seq, live[k].Hash)
+		}
+	}
+	if _, err := st.Verify(context.Background(), nil); err != nil {
+		t.Errorf("verify the replayed log: %v", err)
+	}
+	l.stop()
+}

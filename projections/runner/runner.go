@@ -511,110 +511,133 @@ func (r *Runner) read(ctx context.Context, from, limit uint64, ch chan<- *batch)
 		}
 	}
 	for ctx.Err() == nil && from <= limit {
-		evs, err := r.readParallel(from, int(min(uint64(r.opts.BatchSize), limit-from+1)))
+		b, err := r.readBatch(from, int(min(uint64(r.opts.BatchSize), limit-from+1)))
 		if err != nil {
 			send(&batch{err: err})
 			return
 		}
-		if len(evs) == 0 {
+		if len(b.evs) == 0 {
 			return
 		}
-		for k, e := range evs {
+		for k, e := range b.evs {
 			if e.Kind == events.KindRetentionPurged {
-				evs = evs[:k+1]
+				b.truncate(k + 1)
 				break
 			}
 		}
-		b := &batch{evs: evs}
-		r.prepare(b)
 		if !send(b) {
 			return
 		}
-		from = evs[len(evs)-1].Seq + 1
+		from = b.evs[len(b.evs)-1].Seq + 1
 	}
 }
 
-// readParallel reads up to size events from seq from on, splitting
-// the range over several read transactions run at once (decoding the
-// stored JSON is most of the work). It returns the events in order up to
-// the first gap (the head moving between the reads), and an error if the
-// log does not start at from.
-func (r *Runner) readParallel(from uint64, size int) ([]events.Envelope, error) {
-	parts := 1
-	if ahead := r.st.Head() - from + 1; r.st.Head() >= from && ahead > uint64(2*prepareChunk) {
-		parts = min(runtime.GOMAXPROCS(0), int(min(ahead, uint64(size))/prepareChunk))
-	}
-	per := (size + parts - 1) / parts
-	res := make([][]events.Envelope, parts)
-	errs := make([]error, parts)
-	var wg sync.WaitGroup
-	for k := range parts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res[k], errs[k] = r.st.Read(from+uint64(k*per), per)
-		}()
-	}
-	wg.Wait()
-	out := res[0]
-	if errs[0] != nil {
-		return nil, fmt.Errorf("runner: read from %d: %w", from, errs[0])
-	}
-	if len(out) > 0 && out[0].Seq != from {
-		return nil, fmt.Errorf("runner: read from %d: the log starts at %d (compacted past a projection): %w", from, out[0].Seq, ErrNoSnapshot)
-	}
-	for k := 1; k < parts && len(res[k-1]) == per && errs[k] == nil; k++ {
-		if len(res[k]) == 0 || res[k][0].Seq != out[len(out)-1].Seq+1 {
-			break
+// truncate keeps the first n events of b and what was prepared of them.
+func (b *batch) truncate(n int) {
+	b.evs = b.evs[:n]
+	for k := range b.prep {
+		if b.prep[k] != nil {
+			b.prep[k], b.perr[k] = b.prep[k][:n], b.perr[k][:n]
 		}
-		out = append(out, res[k]...)
 	}
-	return out, nil
 }
 
 // prepareChunk is the least number of events worth a goroutine.
 const prepareChunk = 256
 
-// prepare runs every Preparer over the batch, on up to GOMAXPROCS
-// goroutines.
-func (r *Runner) prepare(b *batch) {
-	var preps []int
+// readBatch reads up to size events from seq from on and runs every
+// Preparer over them. It splits the range over up to GOMAXPROCS
+// goroutines, each reading its part in its own read transaction
+// (decoding the stored JSON is much of the work) straight into its
+// place in the batch, then preparing it. The batch ends at the first
+// gap (the head moving between the reads); it is an error if the log
+// does not start at from.
+func (r *Runner) readBatch(from uint64, size int) (*batch, error) {
+	head := r.st.Head()
+	if head < from {
+		return &batch{}, nil
+	}
+	size = int(min(uint64(size), head-from+1)) // head only grows: a lower bound
+	parts := max(1, min(runtime.GOMAXPROCS(0), size/prepareChunk))
+	per := (size + parts - 1) / parts
+	b := r.newBatch(make([]events.Envelope, size))
+	got := make([]int, parts)
+	errs := make([]error, parts)
+	parallel(parts, func(part int) {
+		lo, hi := part*per, min((part+1)*per, size)
+		evs, err := r.st.ReadAppend(b.evs[lo:lo:hi], from+uint64(lo), hi-lo)
+		if len(evs) > 0 && &evs[0] != &b.evs[lo] {
+			copy(b.evs[lo:hi], evs) // ReadAppend had to grow it (never with max ≤ cap)
+		}
+		got[part], errs[part] = len(evs), err
+		r.prepareRange(b, lo, lo+len(evs))
+	})
+	if errs[0] != nil {
+		return nil, fmt.Errorf("runner: read from %d: %w", from, errs[0])
+	}
+	if got[0] > 0 && b.evs[0].Seq != from {
+		return nil, fmt.Errorf("runner: read from %d: the log starts at %d (compacted past a projection): %w", from, b.evs[0].Seq, ErrNoSnapshot)
+	}
+	// Keep the parts that continue the ones before them without a gap.
+	n := got[0]
+	for part := 1; part < parts && n == part*per && errs[part] == nil && got[part] > 0; part++ {
+		if b.evs[n].Seq != b.evs[n-1].Seq+1 {
+			break
+		}
+		n += got[part]
+	}
+	b.truncate(n)
+	return b, nil
+}
+
+// newBatch returns a batch of evs with room for what every Preparer
+// makes of them.
+func (r *Runner) newBatch(evs []events.Envelope) *batch {
+	b := &batch{evs: evs}
 	for k, p := range r.projs {
 		if _, ok := p.(Preparer); ok {
-			preps = append(preps, k)
-		}
-	}
-	if len(preps) == 0 {
-		return
-	}
-	n := len(b.evs)
-	b.prep = make([][]any, len(r.projs))
-	b.perr = make([][]error, len(r.projs))
-	for _, k := range preps {
-		b.prep[k] = make([]any, n)
-		b.perr[k] = make([]error, n)
-	}
-	work := func(lo, hi int) {
-		for _, k := range preps {
-			p := r.projs[k].(Preparer)
-			for j := lo; j < hi; j++ {
-				b.prep[k][j], b.perr[k][j] = p.Prepare(b.evs[j])
+			if b.prep == nil {
+				b.prep, b.perr = make([][]any, len(r.projs)), make([][]error, len(r.projs))
 			}
+			b.prep[k], b.perr[k] = make([]any, len(evs)), make([]error, len(evs))
 		}
 	}
-	workers := min(runtime.GOMAXPROCS(0), (n+prepareChunk-1)/prepareChunk)
-	if workers <= 1 {
-		work(0, n)
+	return b
+}
+
+// prepareRange runs every Preparer over b.evs[lo:hi].
+func (r *Runner) prepareRange(b *batch, lo, hi int) {
+	for k, p := range r.projs {
+		if b.prep == nil || b.prep[k] == nil {
+			continue
+		}
+		pr := p.(Preparer)
+		for j := lo; j < hi; j++ {
+			b.prep[k][j], b.perr[k][j] = pr.Prepare(b.evs[j])
+		}
+	}
+}
+
+// preparedBatch is a batch of evs, prepared on up to GOMAXPROCS
+// goroutines.
+func (r *Runner) preparedBatch(evs []events.Envelope) *batch {
+	b := r.newBatch(evs)
+	n := len(evs)
+	parts := max(1, min(runtime.GOMAXPROCS(0), n/prepareChunk))
+	per := (n + parts - 1) / parts
+	parallel(parts, func(part int) { r.prepareRange(b, part*per, min((part+1)*per, n)) })
+	return b
+}
+
+// parallel runs work(0..n-1), each on its own goroutine when n > 1.
+func parallel(n int, work func(part int)) {
+	if n == 1 {
+		work(0)
 		return
 	}
 	var wg sync.WaitGroup
-	per := (n + workers - 1) / workers
-	for lo := 0; lo < n; lo += per {
-		wg.Add(1)
-		go func(lo, hi int) {
-			defer wg.Done()
-			work(lo, hi)
-		}(lo, min(lo+per, n))
+	for part := range n {
+		wg.Go(func() { work(part) })
 	}
 	wg.Wait()
 }
@@ -671,7 +694,7 @@ func (r *Runner) applyBatch(b *batch) error {
 			}
 		}
 		if snapshot {
-			if err := store.SaveSnapshotTx(tx, last.Seq, last.Time, r.snapshotBuckets()); err != nil {
+			if err := store.SaveSnapshotOfTx(tx, last, r.snapshotBuckets()); err != nil {
 				return err
 			}
 			r.opts.Logf("snapshot of the projections at seq %d", last.Seq)
