@@ -23,6 +23,23 @@ type Inventory interface {
 	ListScans(ctx context.Context, f projections.ScanFilter) (projections.Page[projections.Scan], error)
 }
 
+// DeviceJSONReader is an optional interface of an Inventory: devices
+// already encoded, so the API writes them without encoding them for each
+// request. Each device must be exactly the bytes json.Marshal gives for
+// the device the typed method returns, with every time in UTC and every
+// collection [] or {} (what the API writes for the typed value). When
+// the Inventory implements it, GET /api/devices and
+// GET /api/devices/{id} use it.
+type DeviceJSONReader interface {
+	// AppendDevicesJSON is ListDevices appending the page's devices,
+	// encoded and separated by commas, to dst. It returns the extended
+	// buffer and the next cursor (nil on the last page).
+	AppendDevicesJSON(ctx context.Context, dst []byte, f projections.DeviceFilter) ([]byte, *string, error)
+	// DeviceJSON is Device, encoded. The API does not modify the bytes,
+	// and they must not change afterwards.
+	DeviceJSON(ctx context.Context, id string) ([]byte, error)
+}
+
 // Commander carries out users' edits. Each method appends one event with
 // the given actor (the token's name), returns only after the event is
 // durable and applied to the projections, and returns the new state.

@@ -48,6 +48,15 @@ func (s *server) listDevices(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if raw, ok := s.inv.(DeviceJSONReader); ok {
+		return writeRawPage(w, r, func(dst []byte) ([]byte, *string, error) {
+			b, next, err := raw.AppendDevicesJSON(r.Context(), dst, f)
+			if err != nil {
+				return b, nil, fmt.Errorf("httpapi: listing devices: %w", err)
+			}
+			return b, next, nil
+		})
+	}
 	page, err := s.inv.ListDevices(r.Context(), f)
 	if err != nil {
 		return fmt.Errorf("httpapi: listing devices: %w", err)
@@ -74,6 +83,21 @@ func (s *server) device(r *http.Request) (projections.Device, error) {
 func (s *server) getDevice(w http.ResponseWriter, r *http.Request) error {
 	if err := noQuery(r); err != nil {
 		return err
+	}
+	if raw, ok := s.inv.(DeviceJSONReader); ok {
+		id, err := deviceID(r)
+		if err != nil {
+			return err
+		}
+		b, err := raw.DeviceJSON(r.Context(), id)
+		if errors.Is(err, projections.ErrNotFound) {
+			return errDeviceNotFound(id)
+		}
+		if err != nil {
+			return fmt.Errorf("httpapi: reading device %s: %w", id, err)
+		}
+		writeBody(w, r, http.StatusOK, contentTypeJSON, b)
+		return nil
 	}
 	d, err := s.device(r)
 	if err != nil {

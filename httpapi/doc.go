@@ -19,6 +19,11 @@
 //     scans), health.go (livez, readyz, openapi.json, stats, groups).
 //   - problem.go and respond.go: handlers return errors; one writeError
 //     turns them into RFC 9457 problem documents and logs server failures.
+//   - An Inventory that also implements DeviceJSONReader hands devices
+//     over already encoded: GET /api/devices and /api/devices/{id} then
+//     write its bytes (a page framed around them, in a pooled buffer),
+//     byte for byte what encoding the typed values gives (a test compares
+//     both paths over a real inventory).
 //   - openapi.yaml (embedded) describes every endpoint, parameter, body,
 //     response and problem. Package apitest validates responses against it;
 //     every response the tests receive goes through it, and a full test run

@@ -27,18 +27,30 @@ func isAPIPath(path string) bool {
 	return path == "/api" || strings.HasPrefix(path, "/api/")
 }
 
-// requestID stores the request state in the context and sets X-Request-Id:
-// the client's own id when it is 1 to 128 characters of [A-Za-z0-9._:-],
-// otherwise a new random one.
-func requestID(next http.Handler) http.Handler {
+// requestID stores the request state and the request's logger in the
+// context and sets X-Request-Id: the client's own id when it is 1 to 128
+// characters of [A-Za-z0-9._:-], otherwise a new random one. The logger,
+// for zerolog.Ctx, adds request_id to every line it writes (a hook
+// rather than With, which copies the logger's fields into a new
+// 500-byte buffer for every request).
+func (s *server) requestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("X-Request-Id")
 		if !validRequestID(id) {
 			id = rand.Text()
 		}
 		w.Header().Set("X-Request-Id", id)
-		next.ServeHTTP(w, r.WithContext(withState(r.Context(), &reqState{id: id})))
+		ctx := withState(r.Context(), &reqState{id: id})
+		ctx = s.log.Hook(requestIDHook(id)).WithContext(ctx)
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// requestIDHook adds request_id to the lines of a request's logger.
+type requestIDHook string
+
+func (h requestIDHook) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
+	e.Str("request_id", string(h))
 }
 
 func validRequestID(id string) bool {
@@ -108,14 +120,11 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // accessLog writes one line per request: request_id, method, path (never
 // the query string, which is where secrets could be), status, bytes,
 // duration_ms, client, and token_id once authenticated. Headers (and so
-// the Authorization header) are never logged. The request's logger,
-// carrying request_id, is put in the context for zerolog.Ctx.
+// the Authorization header) are never logged.
 func (s *server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := s.now()
 		st := stateFrom(r.Context())
-		l := s.log.With().Str("request_id", st.id).Logger()
-		r = r.WithContext(l.WithContext(r.Context()))
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
 		status := sw.status

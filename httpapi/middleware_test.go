@@ -2,10 +2,14 @@ package httpapi_test
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/rs/zerolog"
 
 	"github.com/jocasta/jocasta/httpapi"
 )
@@ -180,6 +184,25 @@ func TestRequestID(t *testing.T) {
 		r2, _ := e.do("GET", "/api/livez", "")
 		if r1.Header.Get("X-Request-Id") == r2.Header.Get("X-Request-Id") {
 			t.Fatal("two requests got the same id")
+		}
+	})
+	t.Run("in the request's logger", func(t *testing.T) {
+		ui := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			zerolog.Ctx(r.Context()).Warn().Str("page", r.URL.Path).Msg("ui page")
+		})
+		e := newEnv(t, httpapi.Config{UI: ui})
+		for _, id := range []string{"first-id", "second-id"} {
+			resp, body := e.do("GET", "/devices", "", header("X-Request-Id", id))
+			wantStatus(t, resp, body, 200)
+		}
+		var got []string
+		for _, l := range e.logLines() {
+			if l["message"] == "ui page" {
+				got = append(got, fmt.Sprint(l["request_id"], " ", l["page"], " ", l["level"]))
+			}
+		}
+		if want := []string{"first-id /devices warn", "second-id /devices warn"}; !slices.Equal(got, want) {
+			t.Fatalf("UI log lines %q, want %q", got, want)
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/rs/zerolog"
 
@@ -100,4 +101,60 @@ func writeBody(w http.ResponseWriter, r *http.Request, status int, contentType s
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(body) // a write error means the client left; nothing to do
 	}
+}
+
+// Page documents written from encoded items are built in pooled buffers:
+// a 100-device page is about 90 KB, and allocating one per request would
+// make garbage at the rate the API is read. Buffers that grew past
+// maxPooledPage (pages of many hundreds of devices) are left to the
+// collector, so the pool never holds much memory.
+const maxPooledPage = 256 << 10
+
+var pageBufs = sync.Pool{New: func() any {
+	b := make([]byte, 0, 128<<10) // a default page fits without growing
+	return &b
+}}
+
+// writeRawPage writes a list page whose items appendItems appends, encoded
+// and separated by commas: {"items":[...],"next_cursor":...}, the bytes
+// json.Marshal gives for the projections.Page holding them.
+func writeRawPage(w http.ResponseWriter, r *http.Request, appendItems func(dst []byte) ([]byte, *string, error)) error {
+	bp := pageBufs.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= maxPooledPage {
+			*bp = (*bp)[:0]
+			pageBufs.Put(bp)
+		}
+	}()
+	b, next, err := appendItems(append((*bp)[:0], `{"items":[`...))
+	*bp = b
+	if err != nil {
+		return err
+	}
+	b = append(b, `],"next_cursor":`...)
+	if next == nil {
+		b = append(b, "null"...)
+	} else {
+		b = appendJSONString(b, *next)
+	}
+	b = append(b, '}')
+	*bp = b
+	writeBody(w, r, http.StatusOK, contentTypeJSON, b)
+	return nil
+}
+
+// appendJSONString appends s as json.Marshal writes a string. Cursors are
+// URL-safe base64, which needs no escaping; anything else goes through
+// encoding/json.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '=' || c == '.' || c == '~') {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }

@@ -146,7 +146,7 @@ func build(cfg Config, deps Deps) (*server, http.Handler, error) {
 	r.NotFoundHandler = notFound
 
 	return s, chain(r,
-		requestID,
+		s.requestID,
 		s.realClient,
 		s.accessLog,
 		s.recoverPanic,

@@ -158,11 +158,21 @@ const scanKeyLen = timeKeyLen + 8
 // prefix). The row is the start time and source (for filters) and the
 // scan's JSON.
 func scanRow(seq uint64, s projections.Scan) (key, row []byte) {
-	js := appendScanJSON(make([]byte, 0, 256), &s)
-	k := make([]byte, scanKeyLen)
+	// The key, then rowWithHeader(s.Started, s.Source, json), in one
+	// allocation.
+	tag := s.Source
+	if len(tag) > 255 {
+		tag = tag[:255]
+	}
+	buf := make([]byte, scanKeyLen+timeKeyLen+1+len(tag), scanKeyLen+timeKeyLen+1+len(tag)+320)
+	k := buf[:scanKeyLen:scanKeyLen]
 	putTime(k, s.Finished)
 	binary.BigEndian.PutUint64(k[timeKeyLen:], seq)
-	return k, rowWithHeader(s.Started, s.Source, js)
+	row = buf[scanKeyLen:]
+	putTime(row, s.Started)
+	row[timeKeyLen] = byte(len(tag))
+	copy(row[timeKeyLen+1:], tag)
+	return k, appendScanJSON(row, &s)
 }
 
 // deleteChange removes one entry and its index keys. The entry row gives

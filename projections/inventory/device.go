@@ -7,7 +7,9 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jocasta/jocasta/projections"
 )
@@ -132,10 +134,10 @@ type device struct {
 
 	// Memory only.
 	heapIdx int    // index in the presence heap, -1 when not in it
-	search  string // lower-case text q= searches
 	sortKey string // lower-case name for sort=name
 	vendor  string // from Options.Vendor
 	current netip.Addr
+	enc     atomic.Pointer[encodedDevice] // cached API document, see jsonCache
 }
 
 // protected reports whether a user's edit keeps the device from retention.
@@ -224,7 +226,7 @@ func (d *device) addSource(src string) bool {
 	return true
 }
 
-// refreshDerived recomputes the memory-only search and sort fields.
+// refreshDerived recomputes the memory-only vendor and sort fields.
 func (d *device) refreshDerived(vendor func(net.HardwareAddr) string) {
 	d.vendor = ""
 	if d.MAC != "" && vendor != nil {
@@ -238,29 +240,55 @@ func (d *device) refreshDerived(vendor func(net.HardwareAddr) string) {
 		d.current = netip.Addr{}
 	}
 	d.sortKey = strings.ToLower(d.name())
-	var b strings.Builder
-	b.WriteString(d.sortKey)
-	for _, n := range d.Names {
-		b.WriteByte('\n')
-		b.WriteString(n.Name)
+}
+
+// appendSearch appends the lower-case text q= searches: the name, every
+// name by source, the label, every address, the MAC and the vendor, one
+// per line. It is built when a search needs it (see haystack), not kept
+// on the device.
+func appendSearch(b []byte, d *device) []byte {
+	start := len(b)
+	b = append(b, d.sortKey...)
+	var srcs [8]string
+	for _, src := range appendKeys(srcs[:0], d.Names) {
+		b = append(b, '\n')
+		b = append(b, d.Names[src].Name...)
 	}
 	if d.Label != nil {
-		b.WriteByte('\n')
-		b.WriteString(*d.Label)
+		b = append(b, '\n')
+		b = append(b, *d.Label...)
 	}
 	for _, a := range d.Addrs {
-		b.WriteByte('\n')
-		b.WriteString(a.IP)
+		b = append(b, '\n')
+		b = append(b, a.IP...)
 	}
 	if d.MAC != "" {
-		b.WriteByte('\n')
-		b.WriteString(d.MAC)
+		b = append(b, '\n')
+		b = append(b, d.MAC...)
 	}
 	if d.vendor != "" {
-		b.WriteByte('\n')
-		b.WriteString(d.vendor)
+		b = append(b, '\n')
+		b = append(b, d.vendor...)
 	}
-	d.search = strings.ToLower(b.String())
+	for i := start; i < len(b); i++ {
+		switch c := b[i]; {
+		case c >= utf8.RuneSelf:
+			low := strings.ToLower(string(b[start:]))
+			return append(b[:start], low...)
+		case 'A' <= c && c <= 'Z':
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return b
+}
+
+// appendKeys appends the keys of m to dst, sorted.
+func appendKeys[V any](dst []string, m map[string]V) []string {
+	for k := range m {
+		dst = append(dst, k)
+	}
+	slices.Sort(dst)
+	return dst
 }
 
 // macRandom reports whether mac is locally administered (bit 0x02 of the

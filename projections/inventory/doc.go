@@ -124,6 +124,15 @@
 // opaque URL-safe strings and a cursor this package did not issue (or of
 // another sort) is projections.ErrBadCursor.
 //
+// q= searches one text per device laid end to end in the order of the
+// sort (built on the first search after a change), looking first for the
+// query's byte rarest in it. AppendDevicesJSON and DeviceJSON answer
+// with the devices already encoded (the API's optional
+// httpapi.DeviceJSONReader): a device is encoded on first use after a
+// change and its document cached until the next change, within a bound
+// (CLOCK eviction past 2 MiB), so Apply and replays never encode, and
+// reading a page copies bytes.
+//
 // # Storage
 //
 // Buckets (all "inventory.*"): devices (id → JSON row), changes (seq +

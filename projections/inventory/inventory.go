@@ -1,7 +1,6 @@
 package inventory
 
 import (
-	"container/heap"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -216,12 +215,16 @@ func (i *Inventory) Load(tx *bolt.Tx) error {
 		case d.Presence == presenceOnline && d.Overdue:
 			i.overdue[d.ID] = d
 		case d.Presence == presenceOnline:
-			heap.Push(&i.heap, d)
+			i.heap.push(d)
 		}
 		d.refreshDerived(i.opts.Vendor)
 	}
 	return nil
 }
+
+// appendFillPercent is how full the commit packs the pages of buckets
+// written in key order.
+const appendFillPercent = 0.95
 
 // Flush writes the rows of every device changed since the last flush.
 // The runner calls it once per batch, in the batch's transaction, after
@@ -229,6 +232,14 @@ func (i *Inventory) Load(tx *bolt.Tx) error {
 func (i *Inventory) Flush(tx *bolt.Tx) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	// The logs are keyed by time and seq, so rows are appended at the
+	// end: pack their pages nearly full when the commit writes them
+	// (the default splits every page half full).
+	for _, name := range [...]string{bucketScans, bucketChanges, bucketChangesByTime} {
+		if lb := tx.Bucket([]byte(name)); lb != nil {
+			lb.FillPercent = appendFillPercent
+		}
+	}
 	b := tx.Bucket([]byte(bucketDevices))
 	if b == nil {
 		return fmt.Errorf("inventory: flush: bucket %q missing", bucketDevices)
@@ -238,11 +249,16 @@ func (i *Inventory) Flush(tx *bolt.Tx) error {
 			return fmt.Errorf("inventory: flush: delete device %s: %w", id, err)
 		}
 	}
+	// The rows share one growing buffer: each keeps the array it was
+	// written in (bbolt holds them until the commit).
+	rows := make([]byte, 0, 1024*len(i.dirty))
 	for _, id := range sortedKeys(i.dirty) {
-		v, err := json.Marshal(i.dirty[id])
-		if err != nil {
+		start := len(rows)
+		var err error
+		if rows, err = encodeDeviceRow(i.dirty[id], rows); err != nil {
 			return fmt.Errorf("inventory: flush: encode device %s: %w", id, err)
 		}
+		v := rows[start:len(rows):len(rows)]
 		if err := b.Put([]byte(id), v); err != nil {
 			return fmt.Errorf("inventory: flush: put device %s: %w", id, err)
 		}
@@ -344,6 +360,7 @@ func (i *Inventory) ApplyPrepared(tx *bolt.Tx, ev events.Envelope, prepared any)
 	default:
 		err = fmt.Errorf("prepared payload of type %T", prepared)
 	}
+	i.normalizeTop() // for NextPresenceDeadline
 	i.version++
 	if err != nil {
 		return fmt.Errorf("inventory: apply seq %d %s: %w", ev.Seq, ev.Kind, err)

@@ -1,7 +1,6 @@
 package inventory
 
 import (
-	"container/heap"
 	"fmt"
 	"slices"
 	"time"
@@ -17,47 +16,141 @@ const (
 
 // presenceHeap orders online devices that are not overdue by last
 // sighting (then id), so the next to pass the window is on top.
-type presenceHeap []*device
+//
+// A sighting does not move a device in the heap: its entry keeps the
+// LastSeen it was pushed with, a lower bound (LastSeen only grows), and
+// the entry is brought up to date when it reaches the top (normalizeTop).
+// An up-to-date top has the least key, and its key is no more than any
+// other device's real LastSeen, so the top is always the device that
+// really passes the window first; and a device seen every few minutes is
+// re-keyed once per window instead of once per sighting.
+type presenceHeap []heapEntry
 
-func (h presenceHeap) Len() int { return len(h) }
-func (h presenceHeap) Less(a, b int) bool {
-	if c := h[a].LastSeen.Compare(h[b].LastSeen); c != 0 {
-		return c < 0
+// heapEntry is one device in the presence heap.
+type heapEntry struct {
+	key heapKey // d.LastSeen when pushed or last re-keyed: ≤ d.LastSeen
+	d   *device
+}
+
+// heapKey is a time as integers, cheap to compare.
+type heapKey struct {
+	sec  int64
+	nsec int32
+}
+
+func keyOf(t time.Time) heapKey { return heapKey{sec: t.Unix(), nsec: int32(t.Nanosecond())} }
+
+func (h presenceHeap) less(a, b int) bool {
+	ka, kb := h[a].key, h[b].key
+	switch {
+	case ka.sec != kb.sec:
+		return ka.sec < kb.sec
+	case ka.nsec != kb.nsec:
+		return ka.nsec < kb.nsec
 	}
-	return h[a].ID < h[b].ID
+	return h[a].d.ID < h[b].d.ID
 }
-func (h presenceHeap) Swap(a, b int) {
+
+func (h presenceHeap) swap(a, b int) {
 	h[a], h[b] = h[b], h[a]
-	h[a].heapIdx = a
-	h[b].heapIdx = b
+	h[a].d.heapIdx = a
+	h[b].d.heapIdx = b
 }
-func (h *presenceHeap) Push(x any) {
-	d := x.(*device)
+
+func (h presenceHeap) up(j int) {
+	for j > 0 {
+		p := (j - 1) / 2
+		if !h.less(j, p) {
+			return
+		}
+		h.swap(p, j)
+		j = p
+	}
+}
+
+func (h presenceHeap) down(i0 int) bool {
+	i, n := i0, len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		j := l
+		if r := l + 1; r < n && h.less(r, l) {
+			j = r
+		}
+		if !h.less(j, i) {
+			break
+		}
+		h.swap(i, j)
+		i = j
+	}
+	return i > i0
+}
+
+// fix restores the order after the key at j changed.
+func (h presenceHeap) fix(j int) {
+	if !h.down(j) {
+		h.up(j)
+	}
+}
+
+// push adds d, keyed by its LastSeen.
+func (h *presenceHeap) push(d *device) {
 	d.heapIdx = len(*h)
-	*h = append(*h, d)
+	*h = append(*h, heapEntry{key: keyOf(d.LastSeen), d: d})
+	h.up(d.heapIdx)
 }
-func (h *presenceHeap) Pop() any {
+
+// remove takes out the entry at j and returns its device.
+func (h *presenceHeap) remove(j int) *device {
 	old := *h
-	d := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
+	n := len(old) - 1
+	if j != n {
+		old.swap(j, n)
+	}
+	d := old[n].d
+	old[n] = heapEntry{}
+	*h = old[:n]
+	if j != n {
+		h.fix(j)
+	}
 	d.heapIdx = -1
 	return d
 }
 
-// heapUpdate puts d in the heap, or moves it after its LastSeen changed.
+// heapUpdate puts d in the heap, or notes that its LastSeen moved: the
+// entry is re-keyed when it reaches the top (see presenceHeap).
 func (i *Inventory) heapUpdate(d *device) {
-	if d.heapIdx >= 0 {
-		heap.Fix(&i.heap, d.heapIdx)
+	if d.heapIdx < 0 {
+		i.heap.push(d)
 		return
 	}
-	heap.Push(&i.heap, d)
+	if k, e := keyOf(d.LastSeen), &i.heap[d.heapIdx]; k.sec < e.key.sec || (k.sec == e.key.sec && k.nsec < e.key.nsec) {
+		// LastSeen never goes back; if it did, the key must follow now.
+		e.key = k
+		i.heap.fix(d.heapIdx)
+	}
+}
+
+// normalizeTop re-keys stale entries at the top until the top's key is
+// its device's LastSeen.
+func (i *Inventory) normalizeTop() {
+	for len(i.heap) > 0 {
+		e := &i.heap[0]
+		k := keyOf(e.d.LastSeen)
+		if k == e.key {
+			return
+		}
+		e.key = k
+		i.heap.down(0)
+	}
 }
 
 // heapRemove takes d out of the heap if it is in it.
 func (i *Inventory) heapRemove(d *device) {
 	if d.heapIdx >= 0 {
-		heap.Remove(&i.heap, d.heapIdx)
+		i.heap.remove(d.heapIdx)
 	}
 }
 
@@ -101,8 +194,8 @@ func (i *Inventory) hasEvidence(d *device) bool {
 func (i *Inventory) evaluate(em *emitter, at time.Time, evidenceChanged bool) error {
 	cut := at.Add(-i.opts.OnlineWindow)
 	var check []*device
-	for i.heap.Len() > 0 && i.heap[0].LastSeen.Before(cut) {
-		d := heap.Pop(&i.heap).(*device)
+	for i.normalizeTop(); len(i.heap) > 0 && i.heap[0].d.LastSeen.Before(cut); i.normalizeTop() {
+		d := i.heap.remove(0)
 		d.Overdue = true
 		i.overdue[d.ID] = d
 		i.markDirty(d)
@@ -159,5 +252,6 @@ func (i *Inventory) NextPresenceDeadline() (time.Time, bool) {
 	if len(i.heap) == 0 {
 		return time.Time{}, false
 	}
-	return i.heap[0].LastSeen.Add(i.opts.OnlineWindow), true
+	// Apply and Load leave the top up to date (normalizeTop).
+	return i.heap[0].d.LastSeen.Add(i.opts.OnlineWindow), true
 }

@@ -58,6 +58,8 @@ func parseSort(s string) (field string, desc bool, err error) {
 type queryCache struct {
 	version uint64
 	sorted  map[string][]*device
+	hay     map[string]*haystack // q= text in the order of sorted[field]
+	json    *jsonCache
 	stats   *projections.Stats
 	newest  *device
 	groups  []projections.Group
@@ -67,7 +69,7 @@ type queryCache struct {
 // holds the read lock (so no device changes while the cache is used).
 func (i *Inventory) cache() *queryCache {
 	if i.idx == nil || i.idx.version != i.version {
-		i.idx = &queryCache{version: i.version, sorted: map[string][]*device{}}
+		i.idx = &queryCache{version: i.version, sorted: map[string][]*device{}, hay: map[string]*haystack{}}
 	}
 	return i.idx
 }
@@ -89,6 +91,20 @@ func (i *Inventory) sortedBy(field string) []*device {
 	slices.SortFunc(s, cmp)
 	c.sorted[field] = s
 	return s
+}
+
+// haystackOf returns the q= text of s, the devices sortedBy(field)
+// returned. The caller holds the read lock.
+func (i *Inventory) haystackOf(field string, s []*device) *haystack {
+	i.idxMu.Lock()
+	defer i.idxMu.Unlock()
+	c := i.cache()
+	h, ok := c.hay[field]
+	if !ok {
+		h = newHaystack(s)
+		c.hay[field] = h
+	}
+	return h
 }
 
 // deviceCmp orders devices by field, then id.
@@ -189,39 +205,48 @@ func cursorCmp(field string, c devCursor) (func(d *device) int, error) {
 	}, nil
 }
 
-// ListDevices returns one page of devices matching f, in f.Sort order
-// (default name; ties by id; a leading "-" reverses the whole order).
-// q matches a case-insensitive substring of any name, the label, any
-// address (current or retired), the MAC or the vendor. network matches
-// devices with a current address inside the prefix.
-func (i *Inventory) ListDevices(ctx context.Context, f projections.DeviceFilter) (projections.Page[projections.Device], error) {
-	page := projections.Page[projections.Device]{Items: []projections.Device{}}
+// deviceQuery is a checked DeviceFilter.
+type deviceQuery struct {
+	field    string
+	desc     bool
+	sortSpec string // field with "-" when descending, as cursors store it
+	limit    int
+	atCursor func(d *device) int  // nil without a cursor
+	text     []byte               // lower-case q, nil for none
+	filter   func(d *device) bool // the other filters, nil for none
+}
+
+// newDeviceQuery checks f and compiles its filters.
+func newDeviceQuery(f projections.DeviceFilter) (*deviceQuery, error) {
 	field, desc, err := parseSort(f.Sort)
 	if err != nil {
-		return page, err
+		return nil, err
 	}
 	switch f.Presence {
 	case "", presenceOnline, presenceOffline, presenceQuiet:
 	default:
-		return page, fmt.Errorf("inventory: presence %q: %w (want online, offline or quiet)", f.Presence, ErrBadFilter)
+		return nil, fmt.Errorf("inventory: presence %q: %w (want online, offline or quiet)", f.Presence, ErrBadFilter)
 	}
-	sortSpec := field
+	q := &deviceQuery{field: field, desc: desc, sortSpec: field, limit: clampLimit(f.Limit)}
 	if desc {
-		sortSpec = "-" + field
+		q.sortSpec = "-" + field
 	}
-	limit := clampLimit(f.Limit)
-	q := strings.ToLower(strings.TrimSpace(f.Q))
-	var atCursor func(d *device) int
 	if f.Cursor != "" {
 		var c devCursor
-		if err := decodeCursor(f.Cursor, &c); err != nil || c.S != sortSpec {
-			return page, fmt.Errorf("inventory: list devices: %w", projections.ErrBadCursor)
+		if err := decodeCursor(f.Cursor, &c); err != nil || c.S != q.sortSpec {
+			return nil, fmt.Errorf("inventory: list devices: %w", projections.ErrBadCursor)
 		}
-		if atCursor, err = cursorCmp(field, c); err != nil {
-			return page, fmt.Errorf("inventory: list devices: %w", err)
+		if q.atCursor, err = cursorCmp(field, c); err != nil {
+			return nil, fmt.Errorf("inventory: list devices: %w", err)
 		}
 	}
-	match := func(d *device) bool {
+	if t := strings.ToLower(strings.TrimSpace(f.Q)); t != "" {
+		q.text = []byte(t)
+	}
+	if f.Group == "" && f.Presence == "" && f.Watched == nil && f.Ignored == nil && f.Network == nil {
+		return q, nil
+	}
+	q.filter = func(d *device) bool {
 		if f.Group != "" && (d.Group == nil || *d.Group != f.Group) {
 			return false
 		}
@@ -235,69 +260,127 @@ func (i *Inventory) ListDevices(ctx context.Context, f projections.DeviceFilter)
 			return false
 		}
 		if f.Network != nil {
-			in := false
 			for _, a := range d.Addrs {
 				if a.RetiredAt == nil && f.Network.Contains(a.ip) {
-					in = true
-					break
+					return true
 				}
 			}
-			if !in {
-				return false
-			}
-		}
-		return q == "" || strings.Contains(d.search, q)
-	}
-
-	i.mu.RLock()
-	defer i.mu.RUnlock()
-	if i.db == nil {
-		return page, fmt.Errorf("inventory: list devices: %w", ErrNotLoaded)
-	}
-	s := i.sortedBy(field)
-	var picked []*device
-	more := false
-	visit := func(n int, d *device) bool {
-		if n%1024 == 1023 && ctx.Err() != nil {
 			return false
 		}
-		if !match(d) {
+		return true
+	}
+	return q, nil
+}
+
+// pickDevices calls emit with each device of q's page in order and
+// returns the next cursor (nil on the last page). The caller holds the
+// read lock.
+func (i *Inventory) pickDevices(ctx context.Context, q *deviceQuery, emit func(d *device) error) (*string, error) {
+	if i.db == nil {
+		return nil, fmt.Errorf("inventory: list devices: %w", ErrNotLoaded)
+	}
+	s := i.sortedBy(q.field)
+	// A cursor narrows the range of the sorted order to visit.
+	begin, end := 0, len(s)
+	if q.atCursor != nil {
+		if q.desc {
+			end = sort.Search(len(s), func(k int) bool { return q.atCursor(s[k]) >= 0 })
+		} else {
+			begin = sort.Search(len(s), func(k int) bool { return q.atCursor(s[k]) > 0 })
+		}
+	}
+	var (
+		last *device // the last device of the page so far
+		n    int     // devices on the page
+		more bool    // a device matched after a full page
+		err  error   // of emit
+	)
+	// take adds d to the page when it passes the filters; it returns
+	// false once the page is full and one more device matched, or emit
+	// failed.
+	take := func(d *device) bool {
+		if q.filter != nil && !q.filter(d) {
 			return true
 		}
-		if len(picked) == limit {
+		if n == q.limit {
 			more = true
 			return false
 		}
-		picked = append(picked, d)
+		if err = emit(d); err != nil {
+			return false
+		}
+		last, n = d, n+1
 		return true
 	}
-	if desc {
-		end := len(s)
-		if atCursor != nil {
-			end = sort.Search(len(s), func(k int) bool { return atCursor(s[k]) >= 0 })
+	if q.text == nil {
+		step, k := 1, begin
+		if q.desc {
+			step, k = -1, end-1
 		}
-		for k, n := end-1, 0; k >= 0 && visit(n, s[k]); k, n = k-1, n+1 {
+		for n := 0; k >= begin && k < end; k, n = k+step, n+1 {
+			if (n%1024 == 1023 && ctx.Err() != nil) || !take(s[k]) {
+				break
+			}
 		}
 	} else {
-		begin := 0
-		if atCursor != nil {
-			begin = sort.Search(len(s), func(k int) bool { return atCursor(s[k]) > 0 })
+		// q= searches the haystack a chunk of devices at a time, from
+		// the end of the range when descending.
+		const chunk = searchChunk
+		hay := i.haystackOf(q.field, s)
+		anchor := hay.anchor(q.text)
+		buf := make([]int, 0, 64)
+		for lo, hi, going := begin, end, true; going && lo < hi && ctx.Err() == nil; {
+			if q.desc {
+				buf = hay.appendMatches(buf[:0], q.text, anchor, max(lo, hi-chunk), hi)
+				hi = max(lo, hi-chunk)
+				for j := len(buf) - 1; j >= 0 && going; j-- {
+					going = take(s[buf[j]])
+				}
+			} else {
+				buf = hay.appendMatches(buf[:0], q.text, anchor, lo, min(hi, lo+chunk))
+				lo = min(hi, lo+chunk)
+				for j := 0; j < len(buf) && going; j++ {
+					going = take(s[buf[j]])
+				}
+			}
 		}
-		for k, n := begin, 0; k < len(s) && visit(n, s[k]); k, n = k+1, n+1 {
-		}
+	}
+	if err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var next *string
+	if more {
+		c := encodeCursor(devCursor{S: q.sortSpec, K: sortKeyString(last, q.field), I: last.ID})
+		next = &c
+	}
+	return next, nil
+}
+
+// ListDevices returns one page of devices matching f, in f.Sort order
+// (default name; ties by id; a leading "-" reverses the whole order).
+// q matches a case-insensitive substring of any name, the label, any
+// address (current or retired), the MAC or the vendor. network matches
+// devices with a current address inside the prefix.
+func (i *Inventory) ListDevices(ctx context.Context, f projections.DeviceFilter) (projections.Page[projections.Device], error) {
+	page := projections.Page[projections.Device]{Items: []projections.Device{}}
+	q, err := newDeviceQuery(f)
+	if err != nil {
 		return page, err
 	}
-	page.Items = make([]projections.Device, len(picked))
-	for k, d := range picked {
-		page.Items[k] = d.view()
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	page.Items = make([]projections.Device, 0, min(q.limit, len(i.devs)))
+	next, err := i.pickDevices(ctx, q, func(d *device) error {
+		page.Items = append(page.Items, d.view())
+		return nil
+	})
+	if err != nil {
+		return projections.Page[projections.Device]{Items: []projections.Device{}}, err
 	}
-	if more {
-		last := picked[len(picked)-1]
-		c := encodeCursor(devCursor{S: sortSpec, K: sortKeyString(last, field), I: last.ID})
-		page.NextCursor = &c
-	}
+	page.NextCursor = next
 	return page, nil
 }
 

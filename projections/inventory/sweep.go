@@ -1,7 +1,6 @@
 package inventory
 
 import (
-	"container/heap"
 	"fmt"
 	"net"
 	"net/netip"
@@ -80,7 +79,21 @@ func normalizePrefix(s string) string {
 	if err != nil {
 		return ""
 	}
-	return p.Masked().String()
+	var buf [64]byte
+	if c := p.Masked().AppendTo(buf[:0]); string(c) != s {
+		return string(c)
+	}
+	return s // already canonical (sweeps write it so): no allocation
+}
+
+// addrString is ip.String(), reusing s when that is what it already says
+// (sweeps write canonical addresses), so no string is allocated.
+func addrString(ip netip.Addr, s string) string {
+	var buf [64]byte
+	if c := ip.AppendTo(buf[:0]); string(c) != s {
+		return string(c)
+	}
+	return s
 }
 
 // sweepTouch is what one sweep did to one device.
@@ -122,9 +135,17 @@ func prepareSweep(ev events.Envelope, p *events.SweepCompleted) *sweepPrep {
 	if p.Started.IsZero() {
 		sp.start = sp.fin
 	}
+	// Hosts repeat the sweep's networks: normalise each string once.
+	var lastNet, lastNorm string
+	norm := func(n string) string {
+		if n != lastNet || n == "" {
+			lastNet, lastNorm = n, normalizePrefix(n)
+		}
+		return lastNorm
+	}
 	sp.nets = make([]string, 0, len(p.Networks))
 	for _, n := range p.Networks {
-		if c := normalizePrefix(n); c != "" {
+		if c := norm(n); c != "" {
 			sp.nets = append(sp.nets, c)
 		} else {
 			sp.nets = append(sp.nets, n)
@@ -138,7 +159,7 @@ func prepareSweep(ev events.Envelope, p *events.SweepCompleted) *sweepPrep {
 			continue // not an address: nothing to attach it to
 		}
 		ip = ip.Unmap()
-		sp.hosts = append(sp.hosts, hostPrep{h: h, ip: ip, ipStr: ip.String(), mac: normalizeMAC(h.MAC), network: normalizePrefix(h.Network)})
+		sp.hosts = append(sp.hosts, hostPrep{h: h, ip: ip, ipStr: addrString(ip, h.IP), mac: normalizeMAC(h.MAC), network: norm(h.Network)})
 	}
 	scanID := p.ScanID
 	if scanID == "" {
@@ -208,7 +229,7 @@ func (i *Inventory) applySweep(em *emitter, sp *sweepPrep) error {
 			d.BestName = d.computeBestName()
 			d.Presence = presenceOnline
 			d.Evidence.Presence = evid{Source: ev.Source, Time: fin}
-			heap.Push(&i.heap, d)
+			i.heap.push(d)
 			summary := fmt.Sprintf("%s was discovered by %s", ipStr, ev.Source)
 			if n := d.display(); n != ipStr {
 				summary = fmt.Sprintf("%s (%s) was discovered by %s", n, ipStr, ev.Source)

@@ -1,0 +1,240 @@
+package inventory
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// encodeDeviceRow encodes the stored row of d: byte for byte
+// json.Marshal(d) (TestDeviceRowIsMarshal and FuzzDeviceRow keep them
+// equal), written by hand because Flush encodes every device a batch
+// touched and encoding/json's reflection was a tenth of a replay. A
+// device holding a time json.Marshal refuses (outside years 0-9999)
+// goes to json.Marshal, for its error.
+// The row is appended to buf.
+func encodeDeviceRow(d *device, buf []byte) ([]byte, error) {
+	if !d.timesEncodable() {
+		js, err := json.Marshal(d)
+		return append(buf, js...), err
+	}
+	b := append(buf, `{"id":`...)
+	b = appendJSONString(b, d.ID)
+	b = append(b, `,"key":`...)
+	b = appendJSONString(b, d.Key)
+	if d.MAC != "" {
+		b = append(b, `,"mac":`...)
+		b = appendJSONString(b, d.MAC)
+	}
+	if len(d.Names) > 0 {
+		b = append(b, `,"names":{`...)
+		keys := make([]string, 0, len(d.Names))
+		for k := range d.Names {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for n, k := range keys {
+			if n > 0 {
+				b = append(b, ',')
+			}
+			r := d.Names[k]
+			b = appendJSONString(b, k)
+			b = append(b, `:{"name":`...)
+			b = appendJSONString(b, r.Name)
+			b = append(b, `,"last_confirmed":`...)
+			b = appendJSONTime(b, r.LastConfirmed)
+			b = append(b, '}')
+		}
+		b = append(b, '}')
+	}
+	if d.BestName != "" {
+		b = append(b, `,"best_name":`...)
+		b = appendJSONString(b, d.BestName)
+	}
+	for _, f := range [...]struct {
+		name string
+		v    *string
+	}{{`,"label":`, d.Label}, {`,"group":`, d.Group}, {`,"type":`, d.Type}, {`,"notes":`, d.Notes}} {
+		if f.v != nil {
+			b = append(b, f.name...)
+			b = appendJSONString(b, *f.v)
+		}
+	}
+	if d.Ignored {
+		b = append(b, `,"ignored":true`...)
+	}
+	if d.Watched {
+		b = append(b, `,"watched":true`...)
+	}
+	b = append(b, `,"presence":`...)
+	b = appendJSONString(b, d.Presence)
+	if d.Overdue {
+		b = append(b, `,"overdue":true`...)
+	}
+	b = append(b, `,"first_seen":`...)
+	b = appendJSONTime(b, d.FirstSeen)
+	b = append(b, `,"last_seen":`...)
+	b = appendJSONTime(b, d.LastSeen)
+	b = append(b, `,"addresses":`...)
+	if d.Addrs == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for n, a := range d.Addrs {
+			if n > 0 {
+				b = append(b, ',')
+			}
+			b = appendAddrRec(b, a)
+		}
+		b = append(b, ']')
+	}
+	if len(d.Ports) > 0 {
+		b = append(b, `,"ports":[`...)
+		for n, p := range d.Ports {
+			if n > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"port":`...)
+			b = strconv.AppendUint(b, uint64(p.Port), 10)
+			b = append(b, `,"first_seen":`...)
+			b = appendJSONTime(b, p.FirstSeen)
+			b = append(b, `,"last_seen":`...)
+			b = appendJSONTime(b, p.LastSeen)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if len(d.Services) > 0 {
+		b = append(b, `,"services":[`...)
+		for n, s := range d.Services {
+			if n > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"instance":`...)
+			b = appendJSONString(b, s.Instance)
+			b = append(b, `,"type":`...)
+			b = appendJSONString(b, s.Type)
+			b = append(b, `,"port":`...)
+			b = strconv.AppendUint(b, uint64(s.Port), 10)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if u := d.UPnP; u != nil {
+		b = append(b, `,"upnp":{`...)
+		sep := ""
+		for _, f := range [...]struct{ name, v string }{
+			{`"friendly_name":`, u.FriendlyName}, {`"manufacturer":`, u.Manufacturer}, {`"model_name":`, u.ModelName},
+		} {
+			if f.v != "" {
+				b = append(b, sep...)
+				b = append(b, f.name...)
+				b = appendJSONString(b, f.v)
+				sep = ","
+			}
+		}
+		b = append(b, '}')
+	}
+	if len(d.Sources) > 0 {
+		b = append(b, `,"sources":`...)
+		b = appendJSONStrings(b, d.Sources)
+	}
+	b = append(b, `,"evidence":{`...)
+	sep := ""
+	for _, f := range evidenceFields(&d.Evidence) {
+		e := f.ev
+		if e.Source == "" && e.Actor == "" && e.Time == (time.Time{}) {
+			continue // omitzero
+		}
+		b = append(b, sep...)
+		b = appendJSONString(b, f.name)
+		b = append(b, `:{"source":`...)
+		b = appendJSONString(b, e.Source)
+		if e.Actor != "" {
+			b = append(b, `,"actor":`...)
+			b = appendJSONString(b, e.Actor)
+		}
+		b = append(b, `,"time":`...)
+		b = appendJSONTime(b, e.Time)
+		b = append(b, '}')
+		sep = ","
+	}
+	return append(b, "}}"...), nil
+}
+
+// appendAddrRec appends json.Marshal(a).
+func appendAddrRec(b []byte, a *addrRec) []byte {
+	if a == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, `{"ip":`...)
+	b = appendJSONString(b, a.IP)
+	if a.Network != "" {
+		b = append(b, `,"network":`...)
+		b = appendJSONString(b, a.Network)
+	}
+	b = append(b, `,"first_seen":`...)
+	b = appendJSONTime(b, a.FirstSeen)
+	b = append(b, `,"last_seen":`...)
+	b = appendJSONTime(b, a.LastSeen)
+	if a.RetiredAt != nil {
+		b = append(b, `,"retired_at":`...)
+		b = appendJSONTime(b, *a.RetiredAt)
+	}
+	return append(b, '}')
+}
+
+// timesEncodable reports whether every time of d is one json.Marshal
+// encodes (years 0-9999, offsets under 24 hours; offsets in whole
+// minutes, to stay on the common path).
+func (d *device) timesEncodable() bool {
+	ok := func(t time.Time) bool {
+		if y := t.Year(); y < 0 || y > 9999 {
+			return false
+		}
+		_, off := t.Zone()
+		return off%60 == 0 && off > -24*3600 && off < 24*3600
+	}
+	if !ok(d.FirstSeen) || !ok(d.LastSeen) {
+		return false
+	}
+	for _, n := range d.Names {
+		if !ok(n.LastConfirmed) {
+			return false
+		}
+	}
+	for _, a := range d.Addrs {
+		if a != nil && (!ok(a.FirstSeen) || !ok(a.LastSeen) || (a.RetiredAt != nil && !ok(*a.RetiredAt))) {
+			return false
+		}
+	}
+	for _, p := range d.Ports {
+		if !ok(p.FirstSeen) || !ok(p.LastSeen) {
+			return false
+		}
+	}
+	for _, f := range evidenceFields(&d.Evidence) {
+		if !ok(f.ev.Time) {
+			return false
+		}
+	}
+	return true
+}
+
+// evidenceField is one field of an evidenceSet with its JSON name.
+type evidenceField struct {
+	name string
+	ev   *evid
+}
+
+// evidenceFields lists e's fields in declaration order, under their JSON
+// names, as an array (evidenceSet.fields allocates a slice).
+func evidenceFields(e *evidenceSet) [14]evidenceField {
+	return [14]evidenceField{
+		{"name", &e.Name}, {"mac", &e.MAC}, {"addresses", &e.Addresses}, {"last_seen", &e.LastSeen},
+		{"presence", &e.Presence}, {"ports", &e.Ports}, {"services", &e.Services}, {"upnp", &e.UPnP},
+		{"label", &e.Label}, {"group", &e.Group}, {"type", &e.Type}, {"notes", &e.Notes},
+		{"ignored", &e.Ignored}, {"watched", &e.Watched},
+	}
+}
