@@ -20,6 +20,10 @@ const (
 const (
 	ViaICMP      = "icmp"
 	ViaNeighbour = "neighbour"
+	// ViaARP: the host answered the sweep's own ARP request (on-link
+	// IPv4 networks, with CAP_NET_RAW); its RTT comes from an ICMP echo
+	// when it also answers that.
+	ViaARP = "arp"
 )
 
 // Host is one responder of a sweep, filled in step by step.
@@ -27,11 +31,12 @@ type Host struct {
 	IP netip.Addr
 	// Network is the configured prefix that contains IP.
 	Network netip.Prefix
-	// MAC from the neighbour table; nil when unknown (off-link).
+	// MAC from the ARP reply or the neighbour table; nil when unknown
+	// (off-link).
 	MAC net.HardwareAddr
 	// RTT of the fastest echo reply; 0 when only ARP/NDP answered.
 	RTT time.Duration
-	// Via is ViaICMP or ViaNeighbour.
+	// Via is ViaICMP, ViaARP or ViaNeighbour.
 	Via string
 	// Names maps a name source (NameDNS, ...) to the name it gave.
 	Names map[string]string
@@ -108,4 +113,18 @@ type PortScan struct {
 	// Open maps every probed address to its open ports (sorted, possibly
 	// empty).
 	Open map[netip.Addr][]uint16
+}
+
+// ContextErr is ctx.Err(), counting a deadline that has passed as
+// exceeded even before the context's timer has fired. A socket bound to
+// the same deadline can time out a moment before ctx.Err() turns non-nil;
+// work cut short that way was cancelled, not failed.
+func ContextErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }

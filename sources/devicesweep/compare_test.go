@@ -35,11 +35,14 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// TestLabCompareSweepers times our sweep against fping and nmap -sn on a
+// TestLabCompareSweepers times our sweeps against fping and nmap -sn on a
 // /22, side by side in one run, with the same rate, rounds and wait, and
-// prints a table: once on-link (a lab bridge: every probe to a silent
-// address costs the kernel a neighbour entry and three ARP requests) and
-// once routed (the /22 behind a router namespace: the rate is the limit).
+// prints a table: once on-link (a lab bridge: the device sweep sends its
+// own ARP requests; an ICMP probe to a silent address costs the kernel a
+// neighbour entry and three ARP requests) and once routed (the /22 behind
+// a router namespace: ICMP, the rate is the limit). The device sweep runs
+// twice: as configured (ARP on-link, since we are root) and ICMP only
+// (the fallback without CAP_NET_RAW).
 // It measures and asserts nothing about time: run it with
 // sources/icmpsweep/bench_lab.sh (JOCASTA_BENCH_LAB=1; JOCASTA_BENCH_RATE,
 // _ROUNDS, _WAIT_MS change the parameters).
@@ -140,26 +143,54 @@ func compare(t *testing.T, out *strings.Builder, title string, do doFunc, nsPath
 	rows = append(rows, row{"jocasta icmpsweep", fmt.Sprintf("Sweep(%s, rate %d, rounds %d, wait %v)", prefix, rate, rounds, wait), took, len(res.Responders),
 		fmt.Sprintf("ICMP only; %d probes, %d ENOBUFS retries; %+.1f%% of the bound %v", res.ProbesSent, res.Retries, 100*(took.Seconds()/bound.Seconds()-1), bound)})
 
-	flush()
-	s, err := New(Config{Networks: []netip.Prefix{prefix}, Rate: rate, Rounds: rounds, Wait: wait, ResolveMACs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var found, probes int
-	start = time.Now()
-	err = do(nsPath, func() error {
-		sw, err := s.Run(context.Background())
-		if sw != nil {
-			found, probes = len(sw.Hosts), sw.ProbesSent
+	// The device sweep: with ARP on-link (we are root), then ICMP only
+	// (the fallback without CAP_NET_RAW).
+	for _, disableARP := range []bool{false, true} {
+		flush()
+		var modes []string
+		s, err := New(Config{Networks: []netip.Prefix{prefix}, Rate: rate, Rounds: rounds, Wait: wait, ResolveMACs: true, DisableARP: disableARP,
+			Logf: func(f string, a ...any) {
+				if m := fmt.Sprintf(f, a...); strings.Contains(m, " sweep") && !strings.Contains(m, "left out") {
+					modes = append(modes, strings.TrimPrefix(m, "devicesweep: "+prefix.String()+": "))
+				}
+			}})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return err
-	})
-	took = time.Since(start)
-	if err != nil {
-		t.Fatal(err)
+		var (
+			found, probes int
+			viaARP, rtts  int
+		)
+		start = time.Now()
+		err = do(nsPath, func() error {
+			sw, err := s.Run(context.Background())
+			if sw != nil {
+				found, probes = len(sw.Hosts), sw.ProbesSent
+				for _, h := range sw.Hosts {
+					if h.Via == "arp" {
+						viaARP++
+					}
+					if h.RTT > 0 {
+						rtts++
+					}
+				}
+			}
+			return err
+		})
+		took = time.Since(start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tool, cmd := "jocasta devicesweep", "Run: ARP on-link (CAP_NET_RAW), else ICMP; + neighbour table"
+		if disableARP {
+			tool, cmd = "jocasta devicesweep, ICMP only", "Run with DisableARP (as without CAP_NET_RAW)"
+		}
+		rows = append(rows, row{tool, cmd, took, found,
+			fmt.Sprintf("%s; %d probes, %d via ARP, %d with RTT; %+.1f%% of the bound", strings.Join(modes, "; "), probes, viaARP, rtts, 100*(took.Seconds()/bound.Seconds()-1))})
+		if viaARP == 0 {
+			break // not on-link: the ICMP-only run would be the same sweep
+		}
 	}
-	rows = append(rows, row{"jocasta devicesweep", "Run: ICMP sweep + neighbour table", took, found,
-		fmt.Sprintf("%d probes; on-link round 2 only to ARP-resolved addresses", probes)})
 
 	run := func(tool string, args ...string) (string, time.Duration) {
 		flush()

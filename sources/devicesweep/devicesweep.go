@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jocasta/jocasta/sources"
+	"github.com/jocasta/jocasta/sources/arpsweep"
 	"github.com/jocasta/jocasta/sources/icmpsweep"
 	"github.com/jocasta/jocasta/sources/neighbour"
 )
@@ -46,6 +47,10 @@ type Config struct {
 	// ICMPMode forces the ICMP socket kind; empty tries the unprivileged
 	// datagram socket, then a raw socket.
 	ICMPMode icmpsweep.Mode
+	// DisableARP sweeps on-link IPv4 networks with ICMP as well, as when
+	// the process lacks CAP_NET_RAW (for tests and comparisons; there is
+	// no setting for it).
+	DisableARP bool
 	// Logf receives warnings (network size, skipped neighbour entries);
 	// nil discards them.
 	Logf func(format string, args ...any)
@@ -138,11 +143,18 @@ type Sweeper struct {
 	has6         bool
 	networks     []netip.Prefix
 
+	// modes is the sweep mode of each network at the last sweep (a
+	// change is logged).
+	modes map[netip.Prefix]string
+
 	// Seams for tests; nil means the real thing.
 	icmp       func(ctx context.Context, prefixes []netip.Prefix, p icmpsweep.Params) (icmpsweep.Result, error)
 	neighbours func() ([]neighbour.Entry, error)
 	onLink     func() ([]netip.Prefix, error)
 	localMACs  func() map[netip.Addr]net.HardwareAddr
+	links      func() ([]arpsweep.Link, error)
+	openARP    func([]arpsweep.Link) (arpSweeper, error)
+	openEcho   func() (echoer, error)
 }
 
 // New checks cfg (defaults filled in) and logs the networks' size
@@ -185,18 +197,24 @@ func (s *Sweeper) Check() error {
 	return p.Close()
 }
 
-// Run performs one sweep: the ICMP sweep of every network, then the
-// neighbour table, then each enricher in order.
+// Run performs one sweep: the ARP sweep of the on-link IPv4 networks
+// (with CAP_NET_RAW) side by side with the ICMP sweep of the others, then
+// the neighbour table, then each enricher in order.
 //
-// It always returns a Sweep. Complete is true only when the ICMP sweep ran
-// to the end and ctx was not cancelled; enricher and neighbour-table
-// failures are recorded in Errors without making the sweep incomplete.
-// The returned error is the fatal one (no ICMP socket, socket failure,
-// ctx.Err()).
+// It always returns a Sweep. Complete is true only when the ARP and ICMP
+// sweeps ran to the end and ctx was not cancelled; enricher and
+// neighbour-table failures are recorded in Errors without making the
+// sweep incomplete. The returned error is the fatal one (no ICMP socket,
+// socket failure, ctx.Err()).
+//
+// Every socket is opened on the calling goroutine, so a caller that runs
+// Run on a thread switched into a network namespace sweeps that
+// namespace.
 func (s *Sweeper) Run(ctx context.Context) (*sources.Sweep, error) {
+	start := time.Now()
 	sw := &sources.Sweep{
 		ScanID:   newScanID(),
-		Started:  time.Now().UTC(),
+		Started:  start.UTC(),
 		Networks: slices.Clone(s.networks),
 	}
 	finish := func(err error) (*sources.Sweep, error) {
@@ -208,22 +226,58 @@ func (s *Sweeper) Run(ctx context.Context) (*sources.Sweep, error) {
 		return sw, err
 	}
 
-	res, err := s.runICMP(ctx)
+	p := s.plan()
+	var (
+		ao  arpOutcome
+		res icmpsweep.Result
+		err error
+	)
+	if p.arp == nil {
+		res, err = s.runICMP(ctx, p.icmp, s.cfg.Rate)
+	} else {
+		ao, res, err = s.runARP(ctx, p)
+		if cerr := p.arp.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("devicesweep: close ARP sockets: %w", cerr)
+		}
+	}
 	for _, w := range res.Warnings {
 		if !slices.Contains(s.sizeWarnings, w) {
 			s.cfg.Logf("devicesweep: %s", w)
 		}
 	}
-	sw.ProbesSent = res.ProbesSent
+	for _, w := range ao.res.Warnings {
+		s.cfg.Logf("devicesweep: %s", w)
+	}
+	sw.ProbesSent = ao.res.RequestsSent + ao.echoes + res.ProbesSent
+	sw.Errors = append(sw.Errors, ao.res.Errors...)
 	sw.Errors = append(sw.Errors, res.Errors...)
-	if !res.Started.IsZero() {
-		sw.Started = res.Started
+	sw.Errors = append(sw.Errors, ao.errors...)
+	for _, st := range []time.Time{ao.res.Started, res.Started} {
+		if !st.IsZero() && (st.Before(sw.Started) || p.arp == nil) {
+			sw.Started = st
+		}
 	}
 	if err != nil {
 		sw.Errors = append(sw.Errors, err.Error())
 	}
 	byIP := map[netip.Addr]*sources.Host{}
+	arpMACs := map[netip.Addr]net.HardwareAddr{}
+	for _, r := range ao.res.Replies {
+		h := &sources.Host{IP: r.IP, Network: s.networkOf(r.IP), RTT: ao.rtt[r.IP], Via: sources.ViaARP}
+		if s.cfg.ResolveMACs {
+			h.MAC = slices.Clone(r.MAC)
+		}
+		sw.Hosts = append(sw.Hosts, h)
+		byIP[r.IP] = h
+		arpMACs[r.IP] = r.MAC
+	}
 	for _, r := range res.Responders {
+		if h, ok := byIP[r.IP]; ok { // an ICMP network overlapping an ARP one
+			if h.RTT == 0 || r.RTT < h.RTT {
+				h.RTT = r.RTT
+			}
+			continue
+		}
 		h := &sources.Host{IP: r.IP, Network: r.Network, RTT: r.RTT, Via: sources.ViaICMP}
 		sw.Hosts = append(sw.Hosts, h)
 		byIP[r.IP] = h
@@ -233,7 +287,11 @@ func (s *Sweeper) Run(ctx context.Context) (*sources.Sweep, error) {
 		return finish(err)
 	}
 
-	if nerr := s.addNeighbours(sw, byIP); nerr != nil {
+	var arpNets []netip.Prefix
+	for _, tg := range p.targets {
+		arpNets = append(arpNets, tg.Prefix)
+	}
+	if nerr := s.addNeighbours(sw, byIP, arpMACs, arpNets, start); nerr != nil {
 		sw.Errors = append(sw.Errors, nerr.Error())
 	}
 	slices.SortFunc(sw.Hosts, func(a, b *sources.Host) int { return a.IP.Compare(b.IP) })
@@ -249,17 +307,24 @@ func (s *Sweeper) Run(ctx context.Context) (*sources.Sweep, error) {
 	return finish(nil)
 }
 
-func (s *Sweeper) runICMP(ctx context.Context) (icmpsweep.Result, error) {
+// runICMP sweeps networks with ICMP at rate probes per second.
+func (s *Sweeper) runICMP(ctx context.Context, networks []netip.Prefix, rate int) (icmpsweep.Result, error) {
 	params := s.cfg.params()
+	params.Rate = rate
 	params.Recheck = s.recheck
 	if s.icmp != nil {
-		return s.icmp(ctx, s.networks, params)
+		return s.icmp(ctx, networks, params)
 	}
-	p, err := icmpsweep.Open(icmpsweep.Options{IPv4: s.has4, IPv6: s.has6, Mode: s.cfg.ICMPMode})
+	var has4, has6 bool
+	for _, n := range networks {
+		has4 = has4 || n.Addr().Is4()
+		has6 = has6 || !n.Addr().Is4()
+	}
+	p, err := icmpsweep.Open(icmpsweep.Options{IPv4: has4, IPv6: has6, Mode: s.cfg.ICMPMode})
 	if err != nil {
 		return icmpsweep.Result{}, err
 	}
-	res, err := p.Sweep(ctx, s.networks, params)
+	res, err := p.Sweep(ctx, networks, params)
 	if cerr := p.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("devicesweep: close ICMP socket: %w", cerr)
 	}
@@ -267,13 +332,22 @@ func (s *Sweeper) runICMP(ctx context.Context) (icmpsweep.Result, error) {
 }
 
 // addNeighbours adds the hosts that answered ARP/NDP but not ICMP, and
-// fills MACs when ResolveMACs is set.
+// fills MACs when ResolveMACs is set (hosts found by the ARP sweep keep
+// the MAC they answered from, arpMACs).
 //
-// A neighbour-only entry whose MAC belongs to a host that answered ICMP at
-// another address is left out: that device answers ICMP, so its silence
-// at this address means it left it (the entry is what remains of an
-// address change) — or the entry is a proxy-ARP router's, not a device.
-func (s *Sweeper) addNeighbours(sw *sources.Sweep, byIP map[netip.Addr]*sources.Host) error {
+// A neighbour-only entry whose MAC belongs to a host that answered ICMP or
+// the ARP sweep at another address is left out: that device answers, so
+// its silence at this address means it left it (the entry is what remains
+// of an address change) — or the entry is a proxy-ARP router's, not a
+// device.
+//
+// Inside the ARP-swept networks (arpNets) a neighbour-only entry counts
+// only when the kernel confirmed it after the sweep began (start): the
+// ARP sweep asked that address and got no answer, and it does not touch
+// the table, so an older STALE entry is all that remains of a host that
+// left (the ICMP sweep's probes used to push such entries to FAILED).
+func (s *Sweeper) addNeighbours(sw *sources.Sweep, byIP map[netip.Addr]*sources.Host, arpMACs map[netip.Addr]net.HardwareAddr,
+	arpNets []netip.Prefix, start time.Time) error {
 	list := neighbour.List
 	if s.neighbours != nil {
 		list = s.neighbours
@@ -288,8 +362,12 @@ func (s *Sweeper) addNeighbours(sw *sources.Sweep, byIP map[netip.Addr]*sources.
 		local = s.localMACs
 	}
 	own := local()
-	icmpMACs := map[string]netip.Addr{}
+	answered := map[string]*sources.Host{}
 	for _, h := range sw.Hosts {
+		if m, ok := arpMACs[h.IP]; ok {
+			answered[m.String()] = h // the reply is fresher than the table
+			continue
+		}
 		m, ok := macs[h.IP]
 		if !ok {
 			m, ok = own[h.IP] // the sweeping host's own addresses
@@ -297,17 +375,27 @@ func (s *Sweeper) addNeighbours(sw *sources.Sweep, byIP map[netip.Addr]*sources.
 		if !ok {
 			continue
 		}
-		icmpMACs[m.String()] = h.IP
+		answered[m.String()] = h
 		if s.cfg.ResolveMACs {
 			h.MAC = slices.Clone(m)
 		}
 	}
+	since := time.Since(start)
 	for _, e := range neighbour.Present(entries, s.networks) {
 		if _, ok := byIP[e.IP]; ok {
 			continue
 		}
-		if other, ok := icmpMACs[e.MAC.String()]; ok {
-			s.cfg.Logf("devicesweep: neighbour entry %v (%v, %v) left out: that MAC answered ICMP at %v", e.IP, e.MAC, e.State, other)
+		if other, ok := answered[e.MAC.String()]; ok {
+			how := "ICMP"
+			if other.Via == sources.ViaARP {
+				how = "ARP"
+			}
+			s.cfg.Logf("devicesweep: neighbour entry %v (%v, %v) left out: that MAC answered %s at %v", e.IP, e.MAC, e.State, how, other.IP)
+			continue
+		}
+		if slices.ContainsFunc(arpNets, func(p netip.Prefix) bool { return p.Contains(e.IP) }) && e.Confirmed > since {
+			s.cfg.Logf("devicesweep: neighbour entry %v (%v, %v) left out: it did not answer the ARP sweep and was last confirmed %v ago",
+				e.IP, e.MAC, e.State, e.Confirmed.Round(time.Second))
 			continue
 		}
 		h := &sources.Host{IP: e.IP, Network: s.networkOf(e.IP), Via: sources.ViaNeighbour}

@@ -144,8 +144,8 @@ func (r *Resolver) browse(ctx context.Context, ls onlink.Links, ifaces []net.Int
 	if s.readErr != nil {
 		errs = append(errs, fmt.Errorf("dnssd: read: %w", s.readErr))
 	}
-	if ctx.Err() != nil {
-		errs = append(errs, fmt.Errorf("dnssd: %w", ctx.Err()))
+	if err := sources.ContextErr(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("dnssd: %w", err))
 	}
 	return c, errors.Join(errs...)
 }

@@ -117,12 +117,13 @@ launch:
 		failed int
 		first  error
 	)
+	ctxErr := sources.ContextErr(ctx)
 	for i, h := range targets {
 		res := results[i]
 		switch {
 		case res.err == nil:
 			h.SetName(sources.NameMDNS, res.name)
-		case errors.Is(res.err, ErrNoAnswer), errors.Is(res.err, ErrOffLink), ctx.Err() != nil:
+		case errors.Is(res.err, ErrNoAnswer), errors.Is(res.err, ErrOffLink), ctxErr != nil:
 		default:
 			failed++
 			if first == nil {
@@ -133,8 +134,8 @@ launch:
 	if failed > 0 {
 		err = fmt.Errorf("mdns: %d of %d queries failed, first: %w", failed, len(targets), first)
 	}
-	if ctx.Err() != nil {
-		err = errors.Join(err, fmt.Errorf("mdns: %w", ctx.Err()))
+	if ctxErr != nil {
+		err = errors.Join(err, fmt.Errorf("mdns: %w", ctxErr))
 	}
 	return err
 }

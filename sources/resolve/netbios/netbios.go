@@ -95,12 +95,13 @@ launch:
 		failed int
 		first  error
 	)
+	ctxErr := sources.ContextErr(ctx)
 	for i, h := range targets {
 		res := results[i]
 		switch {
 		case res.err == nil:
 			h.SetName(sources.NameNetBIOS, res.st.ComputerName())
-		case errors.Is(res.err, ErrNoName), ctx.Err() != nil:
+		case errors.Is(res.err, ErrNoName), ctxErr != nil:
 		default:
 			failed++
 			if first == nil {
@@ -112,8 +113,8 @@ launch:
 	if failed > 0 {
 		err = fmt.Errorf("netbios: %d of %d queries failed, first: %w", failed, len(targets), first)
 	}
-	if ctx.Err() != nil {
-		err = errors.Join(err, fmt.Errorf("netbios: %w", ctx.Err()))
+	if ctxErr != nil {
+		err = errors.Join(err, fmt.Errorf("netbios: %w", ctxErr))
 	}
 	return err
 }

@@ -122,6 +122,7 @@ launch:
 		})
 	}
 	wg.Wait()
+	ctxErr := sources.ContextErr(ctx)
 
 	var (
 		failed int
@@ -136,7 +137,7 @@ launch:
 			}
 			continue
 		}
-		if ctx.Err() != nil {
+		if ctxErr != nil {
 			continue // cancelled, not a resolver failure
 		}
 		failed++
@@ -154,8 +155,8 @@ launch:
 		err = fmt.Errorf("rdns: %d of %d: %w (%s), first: %w",
 			failed, len(hosts), ErrLookupsFailed, strings.Join(parts, ", "), first)
 	}
-	if ctx.Err() != nil {
-		err = errors.Join(err, fmt.Errorf("rdns: %w", ctx.Err()))
+	if ctxErr != nil {
+		err = errors.Join(err, fmt.Errorf("rdns: %w", ctxErr))
 	}
 	return err
 }

@@ -213,8 +213,8 @@ launch:
 			h.SetName(sources.NameSSDP, res.desc.FriendlyName)
 		}
 	}
-	if ctx.Err() != nil {
-		w.add(fmt.Errorf("ssdp: %w", ctx.Err()))
+	if err := sources.ContextErr(ctx); err != nil {
+		w.add(fmt.Errorf("ssdp: %w", err))
 	}
 	return w.err()
 }
