@@ -4,10 +4,15 @@
 // docs/performance.md, not part of the service.
 //
 //	jocasta-load seed --db FILE --devices 10000 --sweeps 3
-//	jocasta-load http --url http://127.0.0.1:8080 --token-file F --concurrency 50 --duration 10s --path '/api/devices?limit=100'
+//	jocasta-load http --url http://127.0.0.1:8080 --token-file F --concurrency 50 --sources 10 --duration 10s --path '/api/devices?limit=100'
 //
 // A path containing {id} is filled with the ids of the inventory's devices
 // in turn. --token-file holds one token per line; clients use them in turn.
+// --sources spreads the clients over that many loopback source addresses
+// (127.0.0.1, 127.0.0.2, ...), as clients on that many hosts: the server
+// limits requests per client address. Latencies run from sending a
+// request to reading the last byte of its answer; when some answers are
+// not 2xx (rate limits), the 2xx ones are also reported on their own.
 package main
 
 import (
@@ -16,10 +21,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -109,9 +116,28 @@ func load(ctx context.Context, args []string) error {
 	base := fs.String("url", "http://127.0.0.1:8080", "base URL")
 	tokenFile := fs.String("token-file", "", "file with one API token per line")
 	conc := fs.Int("concurrency", 50, "concurrent clients")
+	sources := fs.Int("sources", 1, "loopback source addresses the clients are spread over (127.0.0.1, 127.0.0.2, ...), as clients on that many hosts; the server limits requests per client address")
 	dur := fs.Duration("duration", 10*time.Second, "how long to load")
 	path := fs.String("path", "/api/devices?limit=100", "request path; {id} is replaced by device ids")
+	cpuProfile := fs.String("cpuprofile", "", "write the load tool's own CPU profile to this file")
 	fs.Parse(args)
+	if *sources < 1 || *sources > 250 {
+		return errors.New("--sources must be 1 to 250")
+	}
+	// The tool shares the CPUs with the server it measures: collect
+	// less often, so that more of them go to the server.
+	debug.SetGCPercent(400)
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	b, err := os.ReadFile(*tokenFile)
 	if err != nil {
 		return fmt.Errorf("read tokens: %w", err)
@@ -120,10 +146,19 @@ func load(ctx context.Context, args []string) error {
 	if len(tokens) == 0 {
 		return errors.New("no tokens in --token-file")
 	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *conc * 2, MaxConnsPerHost: *conc * 2}, Timeout: 10 * time.Second}
+	clients := make([]*http.Client, *sources)
+	for k := range clients {
+		dialer := &net.Dialer{Timeout: 5 * time.Second}
+		if *sources > 1 {
+			dialer.LocalAddr = &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(k+1))}
+		}
+		clients[k] = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+			DialContext: dialer.DialContext, MaxIdleConnsPerHost: *conc * 2, MaxConnsPerHost: *conc * 2,
+		}}
+	}
 	var ids []string
 	if strings.Contains(*path, "{id}") {
-		if ids, err = deviceIDs(ctx, client, *base, tokens[0]); err != nil {
+		if ids, err = deviceIDs(ctx, clients[0], *base, tokens[0]); err != nil {
 			return err
 		}
 	}
@@ -131,7 +166,8 @@ func load(ctx context.Context, args []string) error {
 	defer cancel()
 	var (
 		mu        sync.Mutex
-		latencies []time.Duration
+		latencies []time.Duration // of every answer
+		okLat     []time.Duration // of 2xx answers
 		errs      atomic.Int64
 		statuses  sync.Map
 		next      atomic.Int64
@@ -143,7 +179,9 @@ func load(ctx context.Context, args []string) error {
 		go func(c int) {
 			defer wg.Done()
 			tok := tokens[c%len(tokens)]
-			var local []time.Duration
+			client := clients[c%len(clients)]
+			buf := make([]byte, 64<<10) // read bodies in few calls
+			var local, localOK []time.Duration
 			for ctx.Err() == nil {
 				p := *path
 				if ids != nil {
@@ -159,29 +197,44 @@ func load(ctx context.Context, args []string) error {
 					}
 					continue
 				}
-				io.Copy(io.Discard, resp.Body)
+				for {
+					if _, err := resp.Body.Read(buf); err != nil {
+						break
+					}
+				}
 				resp.Body.Close()
-				local = append(local, time.Since(t0))
+				d := time.Since(t0)
+				local = append(local, d)
+				if resp.StatusCode/100 == 2 {
+					localOK = append(localOK, d)
+				}
 				v, _ := statuses.LoadOrStore(resp.StatusCode, new(atomic.Int64))
 				v.(*atomic.Int64).Add(1)
 			}
 			mu.Lock()
 			latencies = append(latencies, local...)
+			okLat = append(okLat, localOK...)
 			mu.Unlock()
 		}(c)
 	}
 	wg.Wait()
 	elapsed := time.Since(begin)
-	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
-	pct := func(p float64) time.Duration {
-		if len(latencies) == 0 {
+	pct := func(l []time.Duration, p float64) time.Duration {
+		if len(l) == 0 {
 			return 0
 		}
-		return latencies[int(float64(len(latencies)-1)*p)]
+		return l[int(float64(len(l)-1)*p)]
 	}
-	fmt.Printf("path %s  clients %d  tokens %d  duration %s\n", *path, *conc, len(tokens), elapsed.Round(time.Millisecond))
+	for _, l := range [][]time.Duration{latencies, okLat} {
+		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
+	}
+	fmt.Printf("path %s  clients %d  sources %d  tokens %d  duration %s\n", *path, *conc, *sources, len(tokens), elapsed.Round(time.Millisecond))
 	fmt.Printf("requests %d  rps %.0f  errors %d\n", len(latencies), float64(len(latencies))/elapsed.Seconds(), errs.Load())
-	fmt.Printf("latency p50 %s  p90 %s  p99 %s  max %s\n", pct(.50), pct(.90), pct(.99), pct(1))
+	fmt.Printf("latency p50 %s  p90 %s  p99 %s  max %s\n", pct(latencies, .50), pct(latencies, .90), pct(latencies, .99), pct(latencies, 1))
+	if len(okLat) != len(latencies) {
+		fmt.Printf("2xx only: requests %d  rps %.0f  p50 %s  p90 %s  p99 %s  max %s\n", len(okLat), float64(len(okLat))/elapsed.Seconds(),
+			pct(okLat, .50), pct(okLat, .90), pct(okLat, .99), pct(okLat, 1))
+	}
 	statuses.Range(func(k, v any) bool {
 		fmt.Printf("status %d: %d\n", k, v.(*atomic.Int64).Load())
 		return true

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"os"
+	"runtime/debug"
+	"testing"
+)
+
+// TestTuneGC: serve lowers GOGC only when the environment configures
+// neither GOGC nor GOMEMLIMIT.
+func TestTuneGC(t *testing.T) {
+	prev := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(prev) })
+	unset := func(t *testing.T, name string) {
+		t.Helper()
+		if v, ok := os.LookupEnv(name); ok {
+			t.Cleanup(func() { os.Setenv(name, v) })
+		}
+		os.Unsetenv(name)
+	}
+	tests := []struct {
+		name string
+		env  map[string]string
+		want int
+	}{
+		{"neither set", nil, serveGCPercent},
+		{"GOGC set", map[string]string{"GOGC": "200"}, 100},
+		{"GOGC off", map[string]string{"GOGC": "off"}, 100},
+		{"GOMEMLIMIT set", map[string]string{"GOMEMLIMIT": "1GiB"}, 100},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			unset(t, "GOGC")
+			unset(t, "GOMEMLIMIT")
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			debug.SetGCPercent(100)
+			set := tuneGC()
+			if got := debug.SetGCPercent(100); got != tc.want || set != (tc.want == serveGCPercent) {
+				t.Errorf("GOGC %d (set %v), want %d", got, set, tc.want)
+			}
+		})
+	}
+}
