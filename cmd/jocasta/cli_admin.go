@@ -373,6 +373,9 @@ func cmdReplay(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Offline, this process does the replay; over the control socket the
+	// daemon does and this setting only affects the client.
+	tuneGC(replayGCPercent)
 	return withAdmin(e, cfgPath, func(a admin) error {
 		resp, err := a.Replay(e.ctx, replayReq{Until: u, Output: output})
 		if err != nil {

@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// TestTuneGC: serve lowers GOGC only when the environment configures
-// neither GOGC nor GOMEMLIMIT.
+// TestTuneGC: serve and replay set their GOGC only when the environment
+// configures neither GOGC nor GOMEMLIMIT.
 func TestTuneGC(t *testing.T) {
 	prev := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(prev) })
@@ -19,14 +19,17 @@ func TestTuneGC(t *testing.T) {
 		os.Unsetenv(name)
 	}
 	tests := []struct {
-		name string
-		env  map[string]string
-		want int
+		name    string
+		percent int
+		env     map[string]string
+		want    int
 	}{
-		{"neither set", nil, serveGCPercent},
-		{"GOGC set", map[string]string{"GOGC": "200"}, 100},
-		{"GOGC off", map[string]string{"GOGC": "off"}, 100},
-		{"GOMEMLIMIT set", map[string]string{"GOMEMLIMIT": "1GiB"}, 100},
+		{"serve, neither set", serveGCPercent, nil, serveGCPercent},
+		{"replay, neither set", replayGCPercent, nil, replayGCPercent},
+		{"serve, GOGC set", serveGCPercent, map[string]string{"GOGC": "200"}, 100},
+		{"replay, GOGC off", replayGCPercent, map[string]string{"GOGC": "off"}, 100},
+		{"serve, GOMEMLIMIT set", serveGCPercent, map[string]string{"GOMEMLIMIT": "1GiB"}, 100},
+		{"replay, GOMEMLIMIT set", replayGCPercent, map[string]string{"GOMEMLIMIT": "1GiB"}, 100},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -36,8 +39,8 @@ func TestTuneGC(t *testing.T) {
 				t.Setenv(k, v)
 			}
 			debug.SetGCPercent(100)
-			set := tuneGC()
-			if got := debug.SetGCPercent(100); got != tc.want || set != (tc.want == serveGCPercent) {
+			set := tuneGC(tc.percent)
+			if got := debug.SetGCPercent(100); got != tc.want || set != (tc.want == tc.percent) {
 				t.Errorf("GOGC %d (set %v), want %d", got, set, tc.want)
 			}
 		})
