@@ -36,10 +36,12 @@
 //     authentication. gorilla/mux v1.8.1 loses method mismatches when a
 //     later route matches the method, so each path dispatches on the method
 //     itself.
-//   - 401: a missing Authorization header answers
-//     WWW-Authenticate: Bearer realm="jocasta"; a malformed header (wrong
-//     scheme, not exactly one space, not token68, repeated) or a refused
-//     token adds error="invalid_token". The header check looks only at
+//   - 401: a missing Authorization header (slug token-missing), a
+//     malformed one (wrong scheme, not exactly one space, not token68,
+//     repeated) and a refused token (token-invalid) all answer
+//     WWW-Authenticate: Bearer realm="jocasta", error="invalid_token", as
+//     DECISIONS prescribes for every 401 (RFC 6750 would leave the error
+//     out for a missing token; DECISIONS is binding). The header check looks only at
 //     syntax (never length or value) before the Authenticator, which
 //     compares in constant time. Problem details never say whether a token
 //     was unknown, expired or revoked.

@@ -141,10 +141,7 @@ func TestEveryOperation(t *testing.T) {
 }
 
 func TestUnauthorized(t *testing.T) {
-	const (
-		realmOnly = `Bearer realm="jocasta"`
-		invalid   = `Bearer realm="jocasta", error="invalid_token"`
-	)
+	const invalid = `Bearer realm="jocasta", error="invalid_token"`
 	tests := []struct {
 		name       string
 		headers    []string // Authorization values
@@ -152,7 +149,7 @@ func TestUnauthorized(t *testing.T) {
 		challenge  string
 		authCalled bool
 	}{
-		{"no header", nil, "token-missing", realmOnly, false},
+		{"no header", nil, "token-missing", invalid, false},
 		{"wrong scheme", []string{"Basic dXNlcjpwYXNz"}, "token-invalid", invalid, false},
 		{"scheme only", []string{"Bearer"}, "token-invalid", invalid, false},
 		{"empty header", []string{""}, "token-invalid", invalid, false},

@@ -219,7 +219,7 @@ func (f *fakeInventory) ListEvents(_ context.Context, flt projections.EventFilte
 	entries := []projections.ChangeEntry{
 		{ID: "e2", Seq: 12, Time: t0.Add(time.Minute), Kind: projections.ChangeEdited, DeviceID: "dev-nas", Source: "api", Actor: "ansible",
 			Summary: "nas was labelled", Data: &projections.OldNew{Old: nil, New: "storage"}},
-		{ID: "e1", Seq: 3, Time: t0, Kind: projections.ChangeDiscovered, DeviceID: "dev-nas", Source: "sweep:host", Summary: "nas was discovered"},
+		{ID: "e1", Seq: 3, Time: t0, Kind: projections.ChangeDiscovered, DeviceID: "dev-nas", Source: "sweep:host", Actor: "sweep:host", Summary: "nas was discovered"},
 	}
 	return page(entries, flt.Limit, flt.Cursor)
 }

@@ -281,7 +281,9 @@ func TestMountedHandlers(t *testing.T) {
 		resp, body = e.do("DELETE", "/api/devices/dev-nas", "")
 		wantProblem(t, resp, body, 405, "method-not-allowed")
 		resp, body = e.do("GET", "/mcp", "")
-		wantProblem(t, resp, body, 404, "not-found")
+		if p := wantProblem(t, resp, body, 404, "not-found"); !strings.Contains(p.Detail, "set server.mcp.enabled to true") {
+			t.Fatalf("detail %q does not say how to turn MCP on", p.Detail)
+		}
 	})
 	t.Run("MCP enabled", func(t *testing.T) {
 		e := newEnv(t, httpapi.Config{MCPEnabled: true, MCP: mcp, UI: ui})
@@ -297,7 +299,9 @@ func TestMountedHandlers(t *testing.T) {
 	t.Run("MCP enabled without handler", func(t *testing.T) {
 		e := newEnv(t, httpapi.Config{MCPEnabled: true})
 		resp, body := e.do("POST", "/mcp", `{}`, bearer(tokRead))
-		wantProblem(t, resp, body, 404, "not-found")
+		if p := wantProblem(t, resp, body, 404, "not-found"); strings.Contains(p.Detail, "set server.mcp.enabled to true") {
+			t.Fatalf("detail %q tells to enable what is enabled", p.Detail)
+		}
 	})
 	t.Run("MCP handler but disabled", func(t *testing.T) {
 		e := newEnv(t, httpapi.Config{MCP: mcp})

@@ -107,6 +107,13 @@ func errMCPDisabled() *problem {
 		"the MCP endpoint is off: set server.mcp.enabled to true to serve it")
 }
 
+// errMCPUnavailable answers /mcp when server.mcp.enabled is true but no
+// MCP handler was mounted: saying "set it to true" would mislead.
+func errMCPUnavailable() *problem {
+	return newProblem(http.StatusNotFound, slugNotFound, "Not found",
+		"server.mcp.enabled is true but this server has no MCP endpoint: use the JSON API under /api")
+}
+
 func errMethodNotAllowed(method string, allow []string) *problem {
 	return newProblem(http.StatusMethodNotAllowed, slugMethodNotAllowed, "Method not allowed",
 		fmt.Sprintf("%s is not allowed here: use %s", method, strings.Join(allow, ", "))).
@@ -123,18 +130,21 @@ func errInternal() *problem {
 		"the server failed to answer: retry later, and if it persists give the operator this request id")
 }
 
-const wwwAuthRealm = `Bearer realm="jocasta"`
+// wwwAuthChallenge is the WWW-Authenticate value of every 401, missing
+// token included (DECISIONS: 401 "with WWW-Authenticate: Bearer
+// realm="jocasta", error="invalid_token"").
+const wwwAuthChallenge = `Bearer realm="jocasta", error="invalid_token"`
 
 func errTokenMissing() *problem {
 	return newProblem(http.StatusUnauthorized, slugTokenMissing, "API token required",
 		"send an API token in the header Authorization: Bearer <token>; create one on the Tokens page or with jocasta token create").
-		withHeader("WWW-Authenticate", wwwAuthRealm)
+		withHeader("WWW-Authenticate", wwwAuthChallenge)
 }
 
 func errTokenInvalid() *problem {
 	return newProblem(http.StatusUnauthorized, slugTokenInvalid, "API token refused",
 		"the token is malformed, unknown, expired or revoked: send Authorization: Bearer <token> with an active token from the Tokens page or jocasta token create").
-		withHeader("WWW-Authenticate", wwwAuthRealm+`, error="invalid_token"`)
+		withHeader("WWW-Authenticate", wwwAuthChallenge)
 }
 
 func errReadOnlyToken() *problem {

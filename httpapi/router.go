@@ -126,8 +126,12 @@ func build(cfg Config, deps Deps) (*server, http.Handler, error) {
 		r.Path(p).Handler(methodSwitch{handlers: handlers, allow: allow})
 	}
 
+	mcpOff := errMCPDisabled
+	if cfg.MCPEnabled {
+		mcpOff = errMCPUnavailable
+	}
 	var mcpHandler http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, r, errMCPDisabled())
+		writeProblem(w, r, mcpOff())
 	})
 	if cfg.MCPEnabled && cfg.MCP != nil {
 		mcpHandler = s.authenticate(accessRead, cfg.MCP)

@@ -25,6 +25,9 @@ const goodDevice = `{"id":"d1","name":"nas","names":{"dns":{"name":"nas.lan","la
 "vendor":null,"addresses":[{"ip":"192.168.1.5","network":"192.168.1.0/24","first_seen":"2026-01-01T00:00:00Z","last_seen":"2026-01-02T00:00:00Z","retired_at":null}],
 "ports":[],"services":[],"sources":["sweep:x"],"attached_to":null,"evidence":{},"upnp":null}`
 
+const goodEvents = `{"items":[{"id":"e1-0","seq":1,"time":"2026-01-01T00:00:00Z","kind":"device.discovered","device_id":"d1",
+"source":"sweep:lab","actor":"sweep:lab","summary":"nas was discovered by sweep:lab","data":null}],"next_cursor":null}`
+
 func problem(status int, slug, instance string) string {
 	return `{"type":"urn:jocasta:problem:` + slug + `","title":"t","status":` + itoa(status) +
 		`,"detail":"d","instance":"` + instance + `","request_id":"` + reqID + `"}`
@@ -62,6 +65,9 @@ func TestValidate(t *testing.T) {
 		{"content type with charset", "GET", "/api/devices/d1", nil, 200, hdr("Content-Type", "application/json; charset=utf-8"), goodDevice, "not exactly"},
 		{"undocumented status", "GET", "/api/devices/d1", nil, 418, hdr("Content-Type", "application/problem+json"), problem(418, "x", "/api/devices/d1"), "status"},
 		{"no request id", "GET", "/api/livez", nil, 200, http.Header{"Content-Type": {"application/json"}}, `{"status":"ok"}`, "X-Request-Id"},
+		{"event ok", "GET", "/api/events", nil, 200, hdr("Content-Type", "application/json"), goodEvents, ""},
+		{"event with empty actor", "GET", "/api/events", nil, 200, hdr("Content-Type", "application/json"),
+			strings.Replace(goodEvents, `"actor":"sweep:lab"`, `"actor":""`, 1), "doesn't match"},
 		{"livez ok", "GET", "/api/livez", nil, 200, hdr("Content-Type", "application/json"), `{"status":"ok"}`, ""},
 		{"livez wrong", "GET", "/api/livez", nil, 200, hdr("Content-Type", "application/json"), `{"status":"up"}`, "doesn't match"},
 		{"HEAD ok", "HEAD", "/api/livez", nil, 200, hdr("Content-Type", "application/json"), ``, ""},
@@ -70,13 +76,15 @@ func TestValidate(t *testing.T) {
 			problem(401, "token-invalid", "/api/stats"), ""},
 		{"401 without WWW-Authenticate", "GET", "/api/stats", nil, 401, hdr("Content-Type", "application/problem+json"),
 			problem(401, "token-invalid", "/api/stats"), "WWW-Authenticate"},
-		{"401 wrong slug", "GET", "/api/stats", nil, 401, hdr("Content-Type", "application/problem+json", "WWW-Authenticate", `Bearer realm="jocasta"`),
+		{"401 challenge without error", "GET", "/api/stats", nil, 401, hdr("Content-Type", "application/problem+json", "WWW-Authenticate", `Bearer realm="jocasta"`),
+			problem(401, "token-missing", "/api/stats"), "WWW-Authenticate"},
+		{"401 wrong slug", "GET", "/api/stats", nil, 401, hdr("Content-Type", "application/problem+json", "WWW-Authenticate", `Bearer realm="jocasta", error="invalid_token"`),
 			problem(401, "not-found", "/api/stats"), "doesn't match"},
-		{"problem status differs", "GET", "/api/stats", nil, 401, hdr("Content-Type", "application/problem+json", "WWW-Authenticate", `Bearer realm="jocasta"`),
+		{"problem status differs", "GET", "/api/stats", nil, 401, hdr("Content-Type", "application/problem+json", "WWW-Authenticate", `Bearer realm="jocasta", error="invalid_token"`),
 			problem(400, "token-missing", "/api/stats"), "differs"},
-		{"problem instance differs", "GET", "/api/stats", nil, 401, hdr("Content-Type", "application/problem+json", "WWW-Authenticate", `Bearer realm="jocasta"`),
+		{"problem instance differs", "GET", "/api/stats", nil, 401, hdr("Content-Type", "application/problem+json", "WWW-Authenticate", `Bearer realm="jocasta", error="invalid_token"`),
 			problem(401, "token-missing", "/api/other"), "instance"},
-		{"problem as JSON", "GET", "/api/stats", nil, 401, hdr("Content-Type", "application/json", "WWW-Authenticate", `Bearer realm="jocasta"`),
+		{"problem as JSON", "GET", "/api/stats", nil, 401, hdr("Content-Type", "application/json", "WWW-Authenticate", `Bearer realm="jocasta", error="invalid_token"`),
 			problem(401, "token-missing", "/api/stats"), "Content-Type"},
 		{"429 without Retry-After", "GET", "/api/stats", nil, 429, hdr("Content-Type", "application/problem+json"),
 			problem(429, "rate-limited", "/api/stats"), "Retry-After"},

@@ -88,8 +88,10 @@
 // event), kind, device_id, source, actor (the event's actor, else its
 // source), summary (one sentence, e.g. "printer.lab (10.0.0.5) was
 // discovered by sweep:lab", "Kitchen TV went offline (last seen
-// 2026-11-22 10:00 UTC)", `alice changed the label of printer.lab from ""
-// to "Printer"`) and data: {old, new} for mac_changed, name_changed,
+// 2026-11-22 10:00 UTC)", `alice set the label of printer.lab to
+// "Printer"`, `bob changed the label of printer.lab from "Printer" to
+// "Office printer"`, `carol cleared the label of printer.lab (was
+// "Office printer")`) and data: {old, new} for mac_changed, name_changed,
 // online/offline/quiet (presence), edited (the field's value, null when
 // cleared) and watch_started/stopped (watched), else null. Each edited
 // field is its own device.edited entry; an edit that changes nothing

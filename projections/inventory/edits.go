@@ -38,9 +38,12 @@ func (i *Inventory) applyEdit(em *emitter, p *events.DeviceEdited) error {
 		*cur = next
 		*e = ev
 		var summary string
-		if next == nil {
+		switch {
+		case next == nil:
 			summary = fmt.Sprintf("%s cleared the %s of %s (was %s)", who, field, name, strconv.Quote(*old))
-		} else {
+		case old == nil:
+			summary = fmt.Sprintf("%s set the %s of %s to %s", who, field, name, strconv.Quote(*next))
+		default:
 			summary = fmt.Sprintf("%s changed the %s of %s from %s to %s", who, field, name, strconv.Quote(deref(old)), strconv.Quote(*next))
 		}
 		return em.emit(projections.ChangeEdited, d.ID, summary, &projections.OldNew{Old: strAny(old), New: strAny(next)})

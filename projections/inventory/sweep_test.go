@@ -325,11 +325,11 @@ func TestScenarios(t *testing.T) {
 					sums = append(sums, e.Summary)
 				}
 				wantSums := []string{
-					`alice changed the label of printer.lab from "" to "Printer"`,
-					`alice changed the group of printer.lab from "" to "office"`,
+					`alice set the label of printer.lab to "Printer"`,
+					`alice set the group of printer.lab to "office"`,
 					`alice marked printer.lab as ignored`,
 					`bob cleared the label of printer.lab (was "Printer")`,
-					`bob changed the notes of printer.lab from "" to "2nd floor"`,
+					`bob set the notes of printer.lab to "2nd floor"`,
 					`bob marked printer.lab as not ignored`,
 				}
 				if diff := cmp.Diff(wantSums, sums); diff != "" {
@@ -343,6 +343,34 @@ func TestScenarios(t *testing.T) {
 				}
 				if !cmp.Equal(es[3].Data, &projections.OldNew{Old: false, New: true}) {
 					t.Errorf("ignored entry = %s", js(es[3]))
+				}
+			},
+		},
+		{
+			name: "edit summaries say set, changed and cleared",
+			run: func(h *harness) {
+				h.sweep(sweepAt(t0, host("10.0.0.5", macPrinter, "dns=printer.lab")))
+				id := h.devices(1)[0].ID
+				h.edit(id, "alice", events.DeviceEdited{Type: ptr("printer")}, t0.Add(time.Minute))
+				h.edit(id, "bob", events.DeviceEdited{Type: ptr("scanner")}, t0.Add(2*time.Minute))
+				h.edit(id, "carol", events.DeviceEdited{Cleared: []string{"type"}}, t0.Add(3*time.Minute))
+			},
+			check: func(t *testing.T, h *harness) {
+				es := h.entries()[1:]
+				var sums []string
+				for _, e := range es {
+					sums = append(sums, e.Summary)
+				}
+				want := []string{
+					`alice set the type of printer.lab to "printer"`,
+					`bob changed the type of printer.lab from "printer" to "scanner"`,
+					`carol cleared the type of printer.lab (was "scanner")`,
+				}
+				if diff := cmp.Diff(want, sums); diff != "" {
+					t.Errorf("summaries (-want +got):\n%s", diff)
+				}
+				if !cmp.Equal(es[1].Data, &projections.OldNew{Old: "printer", New: "scanner"}) || es[1].Actor != "bob" {
+					t.Errorf("change entry = %s", js(es[1]))
 				}
 			},
 		},
