@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -309,6 +310,10 @@ func (c *core) Replay(ctx context.Context, req replayReq) (replayResp, error) {
 		return replayResp{}, userErrorf("%s already exists; replay writes a fresh database", req.Output)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return replayResp{}, err
+	}
+	// A mistyped directory is not created behind the user's back.
+	if fi, err := os.Stat(filepath.Dir(req.Output)); err != nil || !fi.IsDir() {
+		return replayResp{}, userErrorf("the directory of --output %s does not exist; create it first or choose another path", req.Output)
 	}
 	if err := runner.Replay(ctx, c.st, req.Output, req.Until, c.projs(), runner.Options{}); err != nil {
 		return replayResp{}, err

@@ -14,6 +14,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jocasta/jocasta/events"
+	"github.com/jocasta/jocasta/projections/access"
+	"github.com/jocasta/jocasta/store"
 	"golang.org/x/term"
 )
 
@@ -84,6 +87,12 @@ func cmdTokenCreate(e *env, args []string) error {
 	}
 	if name == "" || mode == "" || expires == "" {
 		return usagef("token create needs --name, --mode (read or read_write) and --expires (never, 30d, 90d or 1y)")
+	}
+	if mode != events.ModeRead && mode != events.ModeReadWrite {
+		return usagef("--mode %q: want read or read_write", mode)
+	}
+	if _, err := access.ParseExpiry(expires, time.Now()); err != nil {
+		return usagef("--expires %q: want never, 30d, 90d or 1y", expires)
 	}
 	return withAdmin(e, cfgPath, func(a admin) error {
 		resp, err := a.TokenCreate(e.ctx, tokenCreateReq{Name: name, Mode: mode, Expires: expires, Actor: actor()})
@@ -288,7 +297,7 @@ func cmdLogVerify(e *env, args []string) error {
 			return err
 		}
 		if asJSON {
-			if err := printJSON(e.stdout, rep); err != nil {
+			if err := printJSON(e.stdout, verifyJSON(rep)); err != nil {
 				return err
 			}
 		} else if rep.OK {
@@ -299,6 +308,26 @@ func cmdLogVerify(e *env, args []string) error {
 		}
 		return nil
 	})
+}
+
+// verifyOutput is log verify --json: snake_case, as every JSON jocasta
+// writes; first_bad and reason are null while the chain is intact.
+type verifyOutput struct {
+	OK       bool    `json:"ok"`
+	First    uint64  `json:"first"`
+	Head     uint64  `json:"head"`
+	Checked  uint64  `json:"checked"`
+	FirstBad *uint64 `json:"first_bad"`
+	Reason   *string `json:"reason"`
+}
+
+func verifyJSON(r store.VerifyReport) verifyOutput {
+	out := verifyOutput{OK: r.OK, First: r.First, Head: r.Head, Checked: r.Checked}
+	if !r.OK {
+		bad, reason := r.FirstBad, r.Reason
+		out.FirstBad, out.Reason = &bad, &reason
+	}
+	return out
 }
 
 func cmdLogTail(e *env, args []string) error {
@@ -318,7 +347,11 @@ func cmdLogTail(e *env, args []string) error {
 			return usagef("--from %q: want a seq ≥ 1", from)
 		}
 	}
-	return withAdmin(e, cfgPath, func(a admin) error { return a.LogTail(e.ctx, tailReq{From: seq}, e.stdout) })
+	cfg, _, err := loadConfig(e, cfgPath)
+	if err != nil {
+		return err
+	}
+	return followLog(e.ctx, cfg, seq, e.stdout)
 }
 
 func cmdLogExport(e *env, args []string) error {
@@ -381,7 +414,15 @@ func cmdReplay(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "replayed %d events into %s\n", resp.Events, resp.Output)
+		fmt.Fprintf(e.stdout, "replayed %s into %s\n", plural(resp.Events, "event"), resp.Output)
 		return nil
 	})
+}
+
+// plural writes n and the noun, with an s unless n is 1.
+func plural(n uint64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.FormatUint(n, 10) + " " + noun + "s"
 }

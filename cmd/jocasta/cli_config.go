@@ -61,6 +61,9 @@ func cmdConfigShow(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(e.stderr, "warning: %s\n", w)
+	}
 	// Show the effective source name rather than the empty default.
 	host, _ := os.Hostname()
 	cfg.Scan.Source = cfg.ScanSource(host)

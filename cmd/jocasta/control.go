@@ -27,6 +27,9 @@ type controlServer struct {
 	path string
 	srv  *http.Server
 	ln   net.Listener
+	// endStreams cuts log tail and log export streams at shutdown, which
+	// would otherwise hold it up; other requests in flight finish.
+	endStreams context.CancelFunc
 }
 
 // listenControl creates the socket with mode 0600. A stale socket left by a
@@ -46,6 +49,7 @@ func listenControl(path string, a admin, log zerolog.Logger) (*controlServer, er
 		ln.Close()
 		return nil, fmt.Errorf("control socket: chmod %s: %w", path, err)
 	}
+	streams, endStreams := context.WithCancel(context.Background())
 	mux := http.NewServeMux()
 	handle := func(op string, f func(ctx context.Context, body []byte, w http.ResponseWriter) error) {
 		mux.HandleFunc("POST /v1/"+op, func(w http.ResponseWriter, r *http.Request) {
@@ -76,9 +80,9 @@ func listenControl(path string, a admin, log zerolog.Logger) (*controlServer, er
 	handle("user/remove", unaryNoResult(a.UserRemove))
 	handle("log/verify", nullary(a.LogVerify))
 	handle("replay", unary(a.Replay))
-	handle("log/export", streaming(a.LogExport))
-	handle("log/tail", streaming(a.LogTail))
-	cs := &controlServer{path: path, ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
+	handle("log/export", streaming(streams, a.LogExport))
+	handle("log/tail", streaming(streams, a.LogTail))
+	cs := &controlServer{path: path, ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, endStreams: endStreams}
 	return cs, nil
 }
 
@@ -118,8 +122,12 @@ func (f flushWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func streaming[Req any](f func(context.Context, Req, io.Writer) error) func(context.Context, []byte, http.ResponseWriter) error {
+// streaming serves a stream until its client leaves or streams ends.
+func streaming[Req any](streams context.Context, f func(context.Context, Req, io.Writer) error) func(context.Context, []byte, http.ResponseWriter) error {
 	return func(ctx context.Context, body []byte, w http.ResponseWriter) error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(streams, cancel)()
 		var req Req
 		if err := json.Unmarshal(body, &req); err != nil {
 			return userErrorf("control: bad request: %v", err)
@@ -128,6 +136,9 @@ func streaming[Req any](f func(context.Context, Req, io.Writer) error) func(cont
 		// Errors after the first byte cannot change the status: report them
 		// as a last line the client recognises.
 		if err := f(ctx, req, flushWriter{w}); err != nil {
+			if streams.Err() != nil {
+				err = errors.New("serve stopped during the command; run it again")
+			}
 			json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
 		}
 		return nil
@@ -142,9 +153,10 @@ func (c *controlServer) Serve() error {
 	return nil
 }
 
-// Shutdown stops the server, waits for requests in flight (streams are
-// cut by ctx), and removes the socket.
+// Shutdown stops the server, ends the streams, waits for the other
+// requests in flight (until ctx ends), and removes the socket.
 func (c *controlServer) Shutdown(ctx context.Context) error {
+	c.endStreams()
 	err := c.srv.Shutdown(ctx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = c.srv.Close()

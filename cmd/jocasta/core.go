@@ -22,9 +22,14 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// lockTimeout bounds how long opening a database held by another process
-// waits before saying so.
+// lockTimeout bounds how long an admin command opening a database held by
+// another process waits before saying so (a serve that is starting takes
+// the lock before it listens on its control socket).
 const lockTimeout = 2 * time.Second
+
+// serveLockTimeout is the same bound for serve, which must refuse a
+// database another process holds within 2 seconds in all.
+const serveLockTimeout = time.Second
 
 // projectionSet builds every projection from the configuration.
 type projectionSet struct {
@@ -90,15 +95,33 @@ func openCore(ctx context.Context, cfg *config.Config, log zerolog.Logger) (*cor
 }
 
 func openStore(cfg *config.Config) (*store.Store, error) {
+	st, err := openStoreWithin(cfg, lockTimeout)
+	if errors.Is(err, store.ErrLocked) {
+		return nil, fmt.Errorf("%s is in use by another process; if jocasta serve runs, its control socket %s did not answer", cfg.DBFile(), cfg.SocketPath())
+	}
+	return st, err
+}
+
+// openServeStore opens the database for serve. It refuses at once when
+// another serve answers on the control socket, and within
+// serveLockTimeout when another process holds the database.
+func openServeStore(cfg *config.Config) (*store.Store, error) {
+	if _, ok := dialControl(cfg.SocketPath()); ok {
+		return nil, fmt.Errorf("jocasta serve already runs on %s (its control socket %s answers); stop it first, or give this one another db.path", cfg.DBFile(), cfg.SocketPath())
+	}
+	st, err := openStoreWithin(cfg, serveLockTimeout)
+	if errors.Is(err, store.ErrLocked) {
+		return nil, fmt.Errorf("%s is in use by another process (a jocasta serve that is starting, or an admin command); stop it first, or give this one another db.path", cfg.DBFile())
+	}
+	return st, err
+}
+
+func openStoreWithin(cfg *config.Config, lock time.Duration) (*store.Store, error) {
 	path := cfg.DBFile()
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create db.path %s: %w", filepath.Dir(path), err)
 	}
-	st, err := store.Open(path, store.Options{LockTimeout: lockTimeout})
-	if errors.Is(err, store.ErrLocked) {
-		return nil, fmt.Errorf("%s is in use by another process; if jocasta serve runs, its control socket %s did not answer", path, cfg.SocketPath())
-	}
-	return st, err
+	return store.Open(path, store.Options{LockTimeout: lock})
 }
 
 // Close closes the database.

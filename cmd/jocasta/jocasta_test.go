@@ -42,6 +42,9 @@ func TestUsageAndExitCodes(t *testing.T) {
 		{"create without flags", []string{"token", "create", "--name", "x"}, exitUsage, "--mode"},
 		{"bad time", []string{"log", "export", "--since", "yesterday"}, exitUsage, "RFC 3339"},
 		{"missing config", []string{"config", "check", "--config", "/nonexistent/j.yaml"}, exitUser, "/nonexistent/j.yaml"},
+		{"bad mode", []string{"token", "create", "--name", "x", "--mode", "admin", "--expires", "30d"}, exitUsage, `--mode "admin": want read or read_write`},
+		{"bad expiry", []string{"token", "create", "--name", "x", "--mode", "read", "--expires", "7d"}, exitUsage, `--expires "7d": want never, 30d, 90d or 1y`},
+		{"command usage only", []string{"user", "add"}, exitUsage, "user add NAME [--password-stdin]"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -53,6 +56,14 @@ func TestUsageAndExitCodes(t *testing.T) {
 	}
 	if code, out, _ := cli(t, "", "help"); code != 0 || !strings.Contains(out, "token create") {
 		t.Fatalf("help: %d %q", code, out)
+	}
+	// A command's help and usage errors show its own lines, not every command.
+	for _, args := range [][]string{{"token", "create", "--help"}, {"token"}} {
+		code, out, stderr := cli(t, "", args...)
+		text := out + stderr
+		if !strings.Contains(text, "token create --name N") || !strings.Contains(text, "token revoke ID") || strings.Contains(text, "user add") {
+			t.Errorf("%q: exit %d, usage:\n%s", args, code, text)
+		}
 	}
 }
 
@@ -125,7 +136,7 @@ func adminScenario(t *testing.T, cfg string) string {
 	if code, _, stderr := cli(t, "", "token", "create", "--config", cfg, "--name", "ro", "--mode", "read", "--expires", "never"); code != exitUser || !strings.Contains(stderr, "already exists") {
 		t.Fatalf("duplicate name: %d %q", code, stderr)
 	}
-	if code, _, stderr := cli(t, "", "token", "create", "--config", cfg, "--name", "x", "--mode", "admin", "--expires", "never"); code != exitUser || !strings.Contains(stderr, "read or read_write") {
+	if code, _, stderr := cli(t, "", "token", "create", "--config", cfg, "--name", "x", "--mode", "admin", "--expires", "never"); code != exitUsage || !strings.Contains(stderr, "read or read_write") {
 		t.Fatalf("bad mode: %d %q", code, stderr)
 	}
 	code, out, _ = cli(t, "", "token", "list", "--config", cfg, "--json")
@@ -245,16 +256,43 @@ func TestAdminWhileServing(t *testing.T) {
 	}
 }
 
+// TestSecondServeRefusedClearly checks that serve refuses a database that
+// another serve, or an admin command, holds: with a one-line error,
+// within 2 seconds.
 func TestSecondServeRefusedClearly(t *testing.T) {
-	cfg := writeConfig(t, t.TempDir(), noSweeps)
-	startDaemon(t, cfg)
-	c, err := config.Load(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name string
+		hold func(t *testing.T, cfgPath string, cfg *config.Config)
+		want string
+	}{
+		{"serve runs", func(t *testing.T, cfgPath string, _ *config.Config) { startDaemon(t, cfgPath) },
+			"jocasta serve already runs on"},
+		{"admin holds the database", func(t *testing.T, _ string, cfg *config.Config) {
+			c, err := openCore(context.Background(), cfg, zerolog.Nop())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+		}, "in use by another process"},
 	}
-	err = serve(context.Background(), c, zerolog.Nop(), &serveHooks{addr: "127.0.0.1:0"})
-	if err == nil || !strings.Contains(err.Error(), "in use by another process") || strings.Contains(err.Error(), "\n") {
-		t.Fatalf("second serve: %v", err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfgPath := writeConfig(t, t.TempDir(), noSweeps)
+			c, err := config.Load(cfgPath, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.hold(t, cfgPath, c)
+			start := time.Now()
+			err = serve(context.Background(), c, zerolog.Nop(), &serveHooks{addr: "127.0.0.1:0"})
+			took := time.Since(start)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("second serve: %v; want one line containing %q", err, tt.want)
+			}
+			if took >= 2*time.Second {
+				t.Errorf("second serve refused after %s, want under 2s", took)
+			}
+		})
 	}
 }
 
@@ -505,5 +543,77 @@ func TestLogVerifyReportsTampering(t *testing.T) {
 	code, _, stderr := cli(t, "", "log", "verify", "--config", cfg)
 	if code != exitUser || !strings.Contains(stderr, "seq 2") {
 		t.Fatalf("verify of a tampered log: exit %d %q", code, stderr)
+	}
+}
+
+// TestReplayAndVerifyOutput checks replay's refusals and its message, and
+// that log verify --json writes snake_case with first_bad null when intact.
+func TestReplayAndVerifyOutput(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, noSweeps)
+	if code, _, stderr := cli(t, "", "token", "create", "--config", cfg, "--name", "a", "--mode", "read", "--expires", "never"); code != 0 {
+		t.Fatal(stderr)
+	}
+	existing := filepath.Join(dir, "existing.db")
+	os.WriteFile(existing, nil, 0o600)
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"replay", []string{"replay", "--output", filepath.Join(dir, "r.db")}, exitOK, "replayed 1 event into ", ""},
+		{"replay over a file", []string{"replay", "--output", existing}, exitUser, "", "already exists"},
+		{"replay into a missing directory", []string{"replay", "--output", filepath.Join(dir, "missing", "r.db")}, exitUser, "", "does not exist; create it first"},
+		{"verify json", []string{"log", "verify", "--json"}, exitOK, `"first_bad": null`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, stderr := cli(t, "", append(tt.args, "--config", cfg)...)
+			if code != tt.code || !strings.Contains(out, tt.stdout) || !strings.Contains(stderr, tt.stderr) {
+				t.Fatalf("exit %d stdout %q stderr %q; want exit %d, stdout with %q, stderr with %q", code, out, stderr, tt.code, tt.stdout, tt.stderr)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "missing")); !os.IsNotExist(err) {
+		t.Error("replay created the missing directory")
+	}
+	_, out, _ := cli(t, "", "log", "verify", "--json", "--config", cfg)
+	var rep map[string]any
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"ok": true, "first": 1.0, "head": 1.0, "checked": 1.0, "first_bad": nil, "reason": nil}
+	if d := cmp.Diff(want, rep); d != "" {
+		t.Errorf("log verify --json (-want +got):\n%s", d)
+	}
+}
+
+// TestConfigWarnings checks that config check and config show both report
+// accepted oddities on stderr and still succeed, never showing a secret.
+func TestConfigWarnings(t *testing.T) {
+	cfg := writeConfig(t, t.TempDir(), "plugins:\n  routerapi:\n    core: {enabled: true, host: 192.0.2.1, password: S3CR3T, insecure: true}\n")
+	for _, tt := range []struct {
+		cmd    string
+		stdout string
+	}{
+		{"check", "ok: "},
+		{"show", "password: \"[redacted]\""},
+	} {
+		t.Run(tt.cmd, func(t *testing.T) {
+			code, out, stderr := cli(t, "", "config", tt.cmd, "--config", cfg)
+			if code != 0 || !strings.Contains(out, tt.stdout) {
+				t.Fatalf("exit %d stdout %q stderr %q", code, out, stderr)
+			}
+			for _, want := range []string{"warning: ", "plugins.routerapi.core.insecure: has no effect", "plugins.routerapi.core.password: travels as plain text"} {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("stderr %q lacks %q", stderr, want)
+				}
+			}
+			if strings.Contains(out+stderr, "S3CR3T") {
+				t.Errorf("secret shown:\n%s\n%s", out, stderr)
+			}
+		})
 	}
 }

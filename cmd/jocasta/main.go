@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -72,10 +73,10 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 	case err == nil:
 		return exitOK
 	case errors.Is(err, errHelp):
-		fmt.Fprint(stdout, usageText)
+		fmt.Fprint(stdout, commandUsage(args))
 		return exitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "jocasta: %s\n\n%s", ue.msg, usageText)
+		fmt.Fprintf(stderr, "jocasta: %s\n\n%s", ue.msg, commandUsage(args))
 		return exitUsage
 	default:
 		fmt.Fprintf(stderr, "jocasta: %s\n", err)
@@ -84,6 +85,26 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 }
 
 var errHelp = errors.New("help")
+
+// commandUsage is the usage of the command args name: its lines of
+// usageText and a pointer to the rest, or the whole text for no command,
+// an unknown one or help itself.
+func commandUsage(args []string) string {
+	if len(args) == 0 {
+		return usageText
+	}
+	var lines []string
+	for _, l := range strings.Split(usageText, "\n") {
+		if t := strings.TrimSpace(l); strings.HasPrefix(l, "  ") && (t == args[0] || strings.HasPrefix(t, args[0]+" ")) {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 {
+		return usageText
+	}
+	return "usage:\n" + strings.Join(lines, "\n") +
+		"\n\nEvery command takes --config FILE; `jocasta help` lists every command.\n"
+}
 
 func dispatch(e *env, args []string) error {
 	if len(args) == 0 {

@@ -106,9 +106,12 @@ type serveHooks struct {
 
 // serve runs the service until ctx is done, then stops within stopBudget.
 func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *serveHooks) error {
-	st, err := openStore(cfg)
+	st, err := openServeStore(cfg)
 	if err != nil {
 		return err
+	}
+	for _, w := range notRunYet(cfg) {
+		log.Warn().Msg(w)
 	}
 	now := time.Now
 	vendors := loadVendors(log)

@@ -48,21 +48,23 @@ func starter(prefixes []netip.Prefix, hostname string, liveExamples bool) []byte
 }
 
 // exampleConfig holds the commented examples of the starter file: one
-// instance of every plugin kind and one destination of every block.
+// instance of every plugin kind and one destination of every block. The
+// examples that carry a password or token use ssl, as a user should: an
+// uncommented example loads without a warning.
 func exampleConfig() Config {
 	return Config{
 		Plugins: Plugins{
-			RouterAPI: map[string]RouterAPI{"core": {Enabled: true, Host: "192.168.1.1", Port: 80,
+			RouterAPI: map[string]RouterAPI{"core": {Enabled: true, Host: "192.168.1.1", Port: 443, SSL: true,
 				User: "jocasta", Password: "change-me", Timeout: defaultTimeout}},
-			RPCRouter: map[string]RPCRouter{"ap": {Enabled: true, Host: "192.168.1.2", Port: 80,
+			RPCRouter: map[string]RPCRouter{"ap": {Enabled: true, Host: "192.168.1.2", Port: 443, SSL: true,
 				User: "jocasta", Password: "change-me", Timeout: defaultTimeout}},
 			FlowListener: map[string]FlowListener{"core": {Enabled: true, Listen: ":2055",
 				Exporters: []netip.Addr{netip.MustParseAddr("192.168.1.1")}}},
-			DNSNode: map[string]DNSNode{"dns1": {Enabled: true, Host: "192.168.1.3", Port: 5380,
+			DNSNode: map[string]DNSNode{"dns1": {Enabled: true, Host: "192.168.1.3", Port: 53443, SSL: true,
 				Token: "change-me", Timeout: defaultTimeout}},
-			DNSFilter1: map[string]DNSFilter1{"filter": {Enabled: true, Host: "192.168.1.4", Port: 80,
+			DNSFilter1: map[string]DNSFilter1{"filter": {Enabled: true, Host: "192.168.1.4", Port: 443, SSL: true,
 				Password: "change-me", Timeout: defaultTimeout}},
-			DNSFilter2: map[string]DNSFilter2{"filter": {Enabled: true, Host: "192.168.1.5", Port: 80,
+			DNSFilter2: map[string]DNSFilter2{"filter": {Enabled: true, Host: "192.168.1.5", Port: 443, SSL: true,
 				User: "jocasta", Password: "change-me", Timeout: defaultTimeout}},
 		},
 		Notify: map[string]Notify{

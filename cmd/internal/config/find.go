@@ -48,7 +48,7 @@ func explicit(p, by string) (string, error) {
 	st, err := os.Stat(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return "", fmt.Errorf("config: %s names %s, which does not exist; create it with `jocasta init --output %s` or fix the path: %w", by, p, p, ErrNotFound)
+		return "", notFoundError{fmt.Sprintf("config: %s names %s, which does not exist; create it with `jocasta init --output %s` or fix the path", by, p, p)}
 	case err != nil:
 		return "", fmt.Errorf("config: open %s (from %s): %w", p, by, err)
 	case st.IsDir():
@@ -66,3 +66,10 @@ func lookupEnv(environ []string, name string) string {
 	}
 	return ""
 }
+
+// notFoundError is a missing --config or SVC_CONFIG file: one line that
+// says what to do, which matches ErrNotFound with errors.Is.
+type notFoundError struct{ msg string }
+
+func (e notFoundError) Error() string        { return e.msg }
+func (e notFoundError) Is(target error) bool { return target == ErrNotFound }

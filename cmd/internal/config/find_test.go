@@ -48,6 +48,9 @@ func TestFind(t *testing.T) {
 				if strings.Contains(tt.name, "missing") && !errors.Is(err, ErrNotFound) {
 					t.Errorf("error %v does not wrap ErrNotFound", err)
 				}
+				if strings.Count(err.Error(), "config:") != 1 {
+					t.Errorf("error %q repeats itself", err)
+				}
 				return
 			}
 			if err != nil || got != tt.want {

@@ -256,6 +256,36 @@ func TestPlugins(t *testing.T) {
 	}
 }
 
+// TestPlainTextCredentialWarning checks the warning the contract asks for
+// when an enabled instance sends its password or token without ssl, and
+// that the warning never shows the secret.
+func TestPlainTextCredentialWarning(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"routerapi", "plugins:\n  routerapi:\n    x: {enabled: true, host: h, password: S3CR3T}\n", "plugins.routerapi.x.password: travels as plain text"},
+		{"rpcrouter", "plugins:\n  rpcrouter:\n    x: {enabled: true, host: h, password: S3CR3T}\n", "plugins.rpcrouter.x.password: travels as plain text"},
+		{"dnsnode", "plugins:\n  dnsnode:\n    x: {enabled: true, host: h, token: S3CR3T}\n", "plugins.dnsnode.x.token: travels as plain text"},
+		{"dnsfilter1", "plugins:\n  dnsfilter1:\n    x: {enabled: true, host: h, password: S3CR3T}\n", "plugins.dnsfilter1.x.password: travels as plain text"},
+		{"dnsfilter2", "plugins:\n  dnsfilter2:\n    x: {enabled: true, host: h, password: S3CR3T}\n", "plugins.dnsfilter2.x.password: travels as plain text"},
+		{"with ssl", "plugins:\n  routerapi:\n    x: {enabled: true, host: h, password: S3CR3T, ssl: true}\n", ""},
+		{"disabled", "plugins:\n  routerapi:\n    x: {host: h, password: S3CR3T}\n", ""},
+		{"no password", "plugins:\n  dnsfilter1:\n    x: {enabled: true, host: h}\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := mustLoad(t, tt.yaml)
+			got := strings.Join(c.Warnings, "\n")
+			if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
+				t.Errorf("Warnings = %q, want %q", got, tt.want)
+			}
+			if strings.Contains(got, "S3CR3T") {
+				t.Errorf("warning shows the secret: %q", got)
+			}
+		})
+	}
+}
+
 // enabled reports whether the instance name of kind is enabled.
 func (p Plugins) enabled(kind, name string) bool {
 	switch kind {
@@ -311,14 +341,21 @@ func TestNotify(t *testing.T) {
 	t.Run("disabled without required", func(t *testing.T) {
 		mustLoad(t, "notify:\n  p:\n    enabled: false\n    push: {}\n")
 	})
-	t.Run("http url not echoed", func(t *testing.T) {
-		const secretURL = "hxxps://chat.example.com/hooks/S3CR3T-T0K3N"
-		ps := problems(t, "notify:\n  h:\n    http:\n      url: "+secretURL+"\n      body: x\n")
-		p := findProblem(t, ps, "notify.h.http.url")
-		if strings.Contains(p.String(), "S3CR3T") {
-			t.Errorf("problem shows the secret URL: %s", p)
-		}
-	})
+	for _, tt := range []struct{ name, block, key string }{
+		{"http url not echoed", "http:\n      url: hxxps://chat.example.com/hooks/S3CR3T-T0K3N\n      body: x\n", "notify.h.http.url"},
+		{"webhook path not echoed", "webhook:\n      url: \"https://chat.example.com/hooks/S3CR3T T0K3N\"\n      secret: s\n", "notify.h.webhook.url"},
+		{"webhook query not echoed", "webhook:\n      url: \"ftp://h.example/x?token=S3CR3T\"\n      secret: s\n", "notify.h.webhook.url"},
+		{"push topic not echoed", "push:\n      url: ntfy.example.com/S3CR3T-topic\n", "notify.h.push.url"},
+		{"push auth not echoed", "push:\n      url: \"https://ntfy.example.com:99999/t?auth=S3CR3T\"\n", "notify.h.push.url"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ps := problems(t, "notify:\n  h:\n    "+tt.block)
+			p := findProblem(t, ps, tt.key)
+			if strings.Contains(p.String(), "S3CR3T") || !strings.Contains(p.Msg, "not shown") {
+				t.Errorf("problem shows the secret URL: %s", p)
+			}
+		})
+	}
 	t.Run("header value not echoed", func(t *testing.T) {
 		ps := problems(t, "notify:\n  h:\n    http:\n      url: https://x\n      body: x\n      headers:\n        Authorization: \"Bearer S3CR3T\\nX: y\"\n")
 		p := findProblem(t, ps, "notify.h.http.headers.Authorization")

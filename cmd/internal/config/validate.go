@@ -376,6 +376,11 @@ type endpoint struct {
 	ssl, insecure       bool
 	timeout             Duration
 	defPort, defTLSPort int
+	// cred is the key of the instance's password or token and credSet
+	// whether it is set: without ssl it travels as plain text, which the
+	// contract says is logged as a warning.
+	cred    string
+	credSet bool
 }
 
 func (l *loader) endpoint(e endpoint) {
@@ -399,32 +404,35 @@ func (l *loader) endpoint(e endpoint) {
 	if e.insecure && !e.ssl {
 		l.warn(e.path+".insecure", "has no effect without ssl: true")
 	}
+	if e.enabled && e.credSet && !e.ssl {
+		l.warn(e.path+"."+e.cred, fmt.Sprintf("travels as plain text because ssl is false; set %s.ssl: true if the device serves HTTPS", e.path))
+	}
 }
 
 func (l *loader) validatePlugins(p *Plugins) {
 	for _, n := range sortedNames(p.RouterAPI) {
 		v := p.RouterAPI[n]
-		l.endpoint(endpoint{"plugins.routerapi." + n, v.Enabled, v.Host, &v.Port, v.SSL, v.Insecure, v.Timeout, 80, 443})
+		l.endpoint(endpoint{"plugins.routerapi." + n, v.Enabled, v.Host, &v.Port, v.SSL, v.Insecure, v.Timeout, 80, 443, "password", v.Password != ""})
 		p.RouterAPI[n] = v
 	}
 	for _, n := range sortedNames(p.RPCRouter) {
 		v := p.RPCRouter[n]
-		l.endpoint(endpoint{"plugins.rpcrouter." + n, v.Enabled, v.Host, &v.Port, v.SSL, v.Insecure, v.Timeout, 80, 443})
+		l.endpoint(endpoint{"plugins.rpcrouter." + n, v.Enabled, v.Host, &v.Port, v.SSL, v.Insecure, v.Timeout, 80, 443, "password", v.Password != ""})
 		p.RPCRouter[n] = v
 	}
 	for _, n := range sortedNames(p.DNSNode) {
 		v := p.DNSNode[n]
-		l.endpoint(endpoint{"plugins.dnsnode." + n, v.Enabled, v.Host, &v.Port, v.SSL, v.Insecure, v.Timeout, 5380, 53443})
+		l.endpoint(endpoint{"plugins.dnsnode." + n, v.Enabled, v.Host, &v.Port, v.SSL, v.Insecure, v.Timeout, 5380, 53443, "token", v.Token != ""})
 		p.DNSNode[n] = v
 	}
 	for _, n := range sortedNames(p.DNSFilter1) {
 		v := p.DNSFilter1[n]
-		l.endpoint(endpoint{"plugins.dnsfilter1." + n, v.Enabled, v.Host, &v.Port, v.SSL, v.Insecure, v.Timeout, 80, 443})
+		l.endpoint(endpoint{"plugins.dnsfilter1." + n, v.Enabled, v.Host, &v.Port, v.SSL, v.Insecure, v.Timeout, 80, 443, "password", v.Password != ""})
 		p.DNSFilter1[n] = v
 	}
 	for _, n := range sortedNames(p.DNSFilter2) {
 		v := p.DNSFilter2[n]
-		l.endpoint(endpoint{"plugins.dnsfilter2." + n, v.Enabled, v.Host, &v.Port, v.SSL, v.Insecure, v.Timeout, 80, 443})
+		l.endpoint(endpoint{"plugins.dnsfilter2." + n, v.Enabled, v.Host, &v.Port, v.SSL, v.Insecure, v.Timeout, 80, 443, "password", v.Password != ""})
 		p.DNSFilter2[n] = v
 	}
 	for _, n := range sortedNames(p.FlowListener) {
@@ -483,23 +491,26 @@ func (l *loader) validateNotify(m map[string]Notify) {
 		}
 		req := n.Enabled
 		if p := n.Push; p != nil && !l.bad[path+".push"] {
-			l.url(path+".push.url", p.URL, req, false)
+			l.url(path+".push.url", p.URL, req)
 			l.intRange(path+".push.priority", p.Priority, 0, maxPriority)
 		}
 		if w := n.Webhook; w != nil && !l.bad[path+".webhook"] {
-			l.url(path+".webhook.url", w.URL, req, false)
+			l.url(path+".webhook.url", w.URL, req)
 			l.webhookSecret(path+".webhook.secret", w.Secret, req)
 		}
 		if h := n.HTTP; h != nil && !l.bad[path+".http"] {
-			l.url(path+".http.url", h.URL, req, true)
+			l.url(path+".http.url", h.URL, req)
 			l.checkHeaders(path+".http.headers", h.Headers)
 			l.body(path+".http.body", h.Body, req)
 		}
 	}
 }
 
-// url checks a required http(s) URL. A secret URL is never echoed.
-func (l *loader) url(path, raw string, required, secret bool) {
+// url checks a required http(s) URL. The value is never echoed: besides
+// the http url, which the contract says may hold a token, a push topic URL
+// or a webhook URL often carries its credential in the path (a chat
+// service's hook URL) or in the query (?auth=).
+func (l *loader) url(path, raw string, required bool) {
 	if raw == "" {
 		if required && !l.bad[path] {
 			l.problemKey(path, fmt.Sprintf("required: set %s to an http:// or https:// URL", path))
@@ -507,10 +518,8 @@ func (l *loader) url(path, raw string, required, secret bool) {
 		return
 	}
 	msg := urlProblem(raw)
-	if msg != "" && secret {
+	if msg != "" {
 		msg += " (the value is not shown: it may hold a token)"
-	} else if msg != "" {
-		msg += fmt.Sprintf(", got %q", redactURL(raw))
 	}
 	l.check(path, msg == "", msg)
 }

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jocasta/jocasta/cmd/internal/config"
+)
+
+func TestNotRunYet(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want []string
+	}{
+		{"nothing configured", "", nil},
+		{"disabled instance, disabled destination",
+			"plugins:\n  routerapi:\n    core: {host: h}\nnotify:\n  n:\n    enabled: false\n    push: {url: \"https://x/t\"}\n", nil},
+		{"every kind enabled",
+			"plugins:\n" +
+				"  routerapi:\n    core: {enabled: true, host: h, ssl: true, password: S3CR3T}\n" +
+				"  rpcrouter:\n    ap: {enabled: true, host: h}\n" +
+				"  flowlistener:\n    f: {enabled: true, exporters: [192.0.2.1]}\n" +
+				"  dnsnode:\n    b: {enabled: true, host: h}\n    a: {enabled: true, host: h}\n" +
+				"  dnsfilter1:\n    x: {enabled: true, host: h}\n" +
+				"  dnsfilter2:\n    y: {enabled: true, host: h}\n" +
+				"notify:\n  phone:\n    push: {url: \"https://ntfy.example.com/S3CR3T\"}\n",
+			[]string{
+				"plugins.routerapi.core is enabled",
+				"plugins.rpcrouter.ap is enabled",
+				"plugins.flowlistener.f is enabled",
+				"plugins.dnsnode.a is enabled",
+				"plugins.dnsnode.b is enabled",
+				"plugins.dnsfilter1.x is enabled",
+				"plugins.dnsfilter2.y is enabled",
+				"notify.phone is enabled",
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeConfig(t, t.TempDir(), tt.yaml)
+			cfg, err := config.Load(path, nil)
+			if err != nil {
+				t.Fatalf("load %s: %v", filepath.Base(path), err)
+			}
+			got := notRunYet(cfg)
+			var prefixes []string
+			for _, line := range got {
+				if strings.Contains(line, "S3CR3T") || strings.Contains(line, "\n") {
+					t.Errorf("line shows a secret or breaks: %q", line)
+				}
+				prefixes = append(prefixes, line[:strings.Index(line, " is enabled")+len(" is enabled")])
+			}
+			if diff := cmp.Diff(tt.want, prefixes); diff != "" {
+				t.Errorf("notRunYet (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
