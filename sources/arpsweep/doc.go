@@ -32,12 +32,13 @@
 //
 // # Pacing
 //
-// [Sweeper.Sweep] works like the ICMP sweep: addresses are walked lazily
-// (two bits per address: asked, answered), requests leave through a
-// golang.org/x/time/rate token bucket at Params.Rate per second, round r
-// asks every address that has not answered yet, rounds start at least
-// min(Wait, 1s) apart, and after the last request the sweep waits
-// Params.Wait (less when every address answered). ENOBUFS is
+// [Sweeper.Sweep] works like the ICMP sweep, with the same code
+// (sources/internal/sweeptargets and sources/internal/sweeprun): addresses
+// are walked lazily (two bits per address: asked, answered), requests
+// leave through a golang.org/x/time/rate token bucket at Params.Rate per
+// second, round r asks every address that has not answered yet, rounds
+// start at least min(Wait, 1s) apart, and after the last request the
+// sweep waits Params.Wait (less when every address answered). ENOBUFS is
 // back-pressure (pause, send again, count only what was sent).
 //
 // # What counts as an answer
@@ -60,6 +61,6 @@
 // their round-trip time) while the sweep goes on.
 //
 // This package imports only the standard library, golang.org/x/sys,
-// golang.org/x/net/bpf, golang.org/x/time and
-// github.com/vishvananda/netlink.
+// golang.org/x/net/bpf, github.com/vishvananda/netlink and the sweep
+// helpers under sources/internal (which use golang.org/x/time).
 package arpsweep

@@ -1,13 +1,14 @@
 package arpsweep
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"slices"
 
+	"github.com/jocasta/jocasta/sources/internal/netlinkdump"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // Link is a local interface that resolves IPv4 addresses with ARP.
@@ -32,14 +33,11 @@ type Target struct {
 	Source netip.Prefix
 }
 
-// iffNoARP is IFF_NOARP from linux/if.h.
-const iffNoARP = 0x80
-
 // Links lists the interfaces of the calling thread's network namespace
 // that are up and use ARP (a 48-bit MAC; not loopback, point-to-point or
 // NOARP such as tun or WireGuard), with their IPv4 addresses.
 func Links() ([]Link, error) {
-	ls, err := retry(netlink.LinkList)
+	ls, err := netlinkdump.Retry(netlink.LinkList)
 	if err != nil {
 		return nil, fmt.Errorf("arpsweep: list interfaces: %w", err)
 	}
@@ -47,11 +45,11 @@ func Links() ([]Link, error) {
 	for _, l := range ls {
 		a := l.Attrs()
 		if a.Flags&net.FlagUp == 0 || a.Flags&(net.FlagLoopback|net.FlagPointToPoint) != 0 ||
-			a.RawFlags&iffNoARP != 0 || len(a.HardwareAddr) != 6 || !unicastMAC(a.HardwareAddr) ||
+			a.RawFlags&unix.IFF_NOARP != 0 || len(a.HardwareAddr) != 6 || !unicastMAC(a.HardwareAddr) ||
 			a.OperState == netlink.OperDown || a.OperState == netlink.OperLowerLayerDown {
 			continue
 		}
-		addrs, err := retry(func() ([]netlink.Addr, error) { return netlink.AddrList(l, netlink.FAMILY_V4) })
+		addrs, err := netlinkdump.Retry(func() ([]netlink.Addr, error) { return netlink.AddrList(l, netlink.FAMILY_V4) })
 		if err != nil {
 			return nil, fmt.Errorf("arpsweep: addresses of %s: %w", a.Name, err)
 		}
@@ -96,20 +94,4 @@ func TargetFor(links []Link, p netip.Prefix) (Target, bool) {
 		}
 	}
 	return Target{}, false
-}
-
-// retry repeats a netlink dump interrupted by a concurrent change
-// (netlink.ErrDumpInterrupted), up to three times.
-func retry[T any](f func() ([]T, error)) ([]T, error) {
-	var (
-		v   []T
-		err error
-	)
-	for range 3 {
-		v, err = f()
-		if !errors.Is(err, netlink.ErrDumpInterrupted) {
-			return v, err
-		}
-	}
-	return v, err
 }

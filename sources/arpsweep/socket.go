@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jocasta/jocasta/sources/internal/sockbuf"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
@@ -22,10 +23,10 @@ type transport interface {
 	send(frame []byte) error
 	// recv one frame into buf with its packet type (unix.PACKET_HOST,
 	// PACKET_BROADCAST, PACKET_OUTGOING...); returns
-	// os.ErrDeadlineExceeded after setReadDeadline passes.
+	// os.ErrDeadlineExceeded after SetReadDeadline passes.
 	recv(buf []byte) (n int, pktType uint8, err error)
-	setReadDeadline(t time.Time) error
-	setWriteDeadline(t time.Time) error
+	SetReadDeadline(t time.Time) error
+	SetWriteDeadline(t time.Time) error
 	close() error
 }
 
@@ -91,8 +92,7 @@ func openConn(ifindex, bufSize int) (*conn, error) {
 		&unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}); err != nil {
 		return fail("attach the reply filter", err)
 	}
-	setBuf(fd, unix.SO_SNDBUF, unix.SO_SNDBUFFORCE, bufSize)
-	setBuf(fd, unix.SO_RCVBUF, unix.SO_RCVBUFFORCE, bufSize)
+	sockbuf.Grow(fd, bufSize)
 	// Linux ≥ 4.20: frames other sockets send (the kernel's own ARP
 	// replies) are not looped back to us; older kernels mark them
 	// PACKET_OUTGOING, which the reader drops.
@@ -117,15 +117,6 @@ func openConn(ifindex, bufSize int) (*conn, error) {
 	return c, nil
 }
 
-// setBuf asks for size bytes, first with the FORCE option (CAP_NET_ADMIN
-// ignores the sysctl cap), then within the cap.
-func setBuf(fd, opt, force, size int) {
-	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, force, size) == nil {
-		return
-	}
-	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, opt, size)
-}
-
 func (c *conn) send(frame []byte) error {
 	c.frame = frame
 	if err := c.rc.Write(c.writeFn); err != nil {
@@ -148,6 +139,6 @@ func (c *conn) recv(buf []byte) (int, uint8, error) {
 	return copy(buf, c.rbuf[:c.rn]), pt, nil
 }
 
-func (c *conn) setReadDeadline(t time.Time) error  { return c.f.SetReadDeadline(t) }
-func (c *conn) setWriteDeadline(t time.Time) error { return c.f.SetWriteDeadline(t) }
+func (c *conn) SetReadDeadline(t time.Time) error  { return c.f.SetReadDeadline(t) }
+func (c *conn) SetWriteDeadline(t time.Time) error { return c.f.SetWriteDeadline(t) }
 func (c *conn) close() error                       { return c.f.Close() }

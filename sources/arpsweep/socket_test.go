@@ -6,15 +6,14 @@ import (
 	"net/netip"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
+	"github.com/jocasta/jocasta/sources/internal/sweeptest"
 	"github.com/jocasta/jocasta/sources/lab"
 	"github.com/jocasta/jocasta/sources/neighbour"
 )
@@ -56,7 +55,7 @@ func TestLinks(t *testing.T) {
 func TestOpenWithoutPermission(t *testing.T) {
 	ns := lab.NewNamespace(t)
 	err := lab.DoInNamespace(filepath.Join("/run/netns", ns), func() error {
-		restore, err := dropNetRaw()
+		restore, err := sweeptest.DropNetRaw()
 		if err != nil {
 			return err
 		}
@@ -80,33 +79,6 @@ func TestOpenWithoutPermission(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// dropNetRaw removes CAP_NET_RAW from the effective set of the calling
-// thread (capabilities are per thread; the caller is locked to it by
-// DoInNamespace) and returns a function that puts it back.
-func dropNetRaw() (func(), error) {
-	type header struct {
-		version uint32
-		pid     int32
-	}
-	type data struct{ effective, permitted, inheritable uint32 }
-	const capNetRaw = 13
-	h := header{version: 0x20080522}
-	var d [2]data
-	if _, _, e := syscall.RawSyscall(syscall.SYS_CAPGET, uintptr(unsafe.Pointer(&h)), uintptr(unsafe.Pointer(&d[0])), 0); e != 0 {
-		return nil, e
-	}
-	orig := d
-	d[0].effective &^= 1 << capNetRaw
-	if _, _, e := syscall.RawSyscall(syscall.SYS_CAPSET, uintptr(unsafe.Pointer(&h)), uintptr(unsafe.Pointer(&d[0])), 0); e != 0 {
-		return nil, e
-	}
-	return func() {
-		d := orig
-		_, _, _ = syscall.RawSyscall(syscall.SYS_CAPSET, uintptr(unsafe.Pointer(&h)), uintptr(unsafe.Pointer(&d[0])), 0)
-		runtime.KeepAlive(d)
-	}, nil
 }
 
 // TestLabARPSweep sweeps the default lab from its scanner namespace:

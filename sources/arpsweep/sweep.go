@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jocasta/jocasta/sources/internal/sweeprun"
 	"golang.org/x/sys/unix"
-	"golang.org/x/time/rate"
 )
 
 // Params are the pacing of one sweep (scan.devices.rate, rounds, wait).
@@ -34,17 +34,7 @@ type Params struct {
 }
 
 func (p Params) validate() error {
-	var errs []error
-	if p.Rate < 1 {
-		errs = append(errs, fmt.Errorf("%w: rate %d: want at least 1 request per second", ErrBadParams, p.Rate))
-	}
-	if p.Rounds < 1 {
-		errs = append(errs, fmt.Errorf("%w: rounds %d: want at least 1", ErrBadParams, p.Rounds))
-	}
-	if p.Wait < 0 {
-		errs = append(errs, fmt.Errorf("%w: wait %v: want 0 or more", ErrBadParams, p.Wait))
-	}
-	return errors.Join(errs...)
+	return sweeprun.CheckParams(ErrBadParams, "request", p.Rate, p.Rounds, p.Wait)
 }
 
 // Reply is an address that answered a request.
@@ -83,17 +73,6 @@ type Result struct {
 	// that refused requests, requests dropped after back-pressure.
 	Errors []string
 }
-
-// Back-pressure and pacing, as in package icmpsweep.
-const (
-	backoffMin  = time.Millisecond
-	backoffMax  = 64 * time.Millisecond
-	giveUpAfter = 5 * time.Second
-	// maxRoundGap: a round starts at least min(Wait, maxRoundGap) after
-	// the previous one, so that a small network's addresses have time to
-	// answer before they are asked again.
-	maxRoundGap = time.Second
-)
 
 // Sweeper owns one packet socket per link. Sweeps on one Sweeper run one
 // at a time; Close ends it.
@@ -172,26 +151,11 @@ type sweep struct {
 	params Params
 	ts     []*target
 	conns  []transport
-
-	lim   *rate.Limiter
-	batch int // tokens taken at once
-	avail int
-	timer *time.Timer
-	frame [requestLen]byte
+	pace   *sweeprun.Pacer
+	frame  [requestLen]byte
 
 	sent    int
-	dropped int
-	retries int
-	giveUp  time.Duration // giveUpAfter; tests shorten it
-
-	// probed is the number of distinct addresses swept, known once the
-	// first round is over (-1 before); answered counts distinct
-	// responders. When they meet, allDone closes.
-	probed   atomic.Int64
-	answered atomic.Int64
-	ignored  atomic.Int64
-	allDone  chan struct{}
-	doneOnce sync.Once
+	ignored atomic.Int64
 
 	mu        sync.Mutex
 	replies   []Reply
@@ -201,89 +165,37 @@ type sweep struct {
 }
 
 func newSweep(ts []*target, p Params) *sweep {
-	batch, burst := burstFor(p.Rate)
 	s := &sweep{
 		params:    p,
 		ts:        ts,
-		lim:       rate.NewLimiter(rate.Limit(p.Rate), burst),
-		batch:     batch,
-		allDone:   make(chan struct{}),
+		pace:      sweeprun.NewPacer(p.Rate),
 		index:     map[netip.Addr]int{},
 		conflicts: map[netip.Addr]bool{},
-		giveUp:    giveUpAfter,
 	}
 	for _, t := range ts {
 		if !slices.Contains(s.conns, t.conn) {
 			s.conns = append(s.conns, t.conn)
 		}
 	}
-	s.probed.Store(-1)
 	return s
 }
 
-// burstFor returns the pacing steps for a rate (as icmpsweep): the sender
-// takes batch tokens at a time (about 4ms of requests, 1 to 64); the
-// bucket holds up to burst tokens (up to four batches, at most 2% of a
-// second's requests).
-func burstFor(r int) (batch, burst int) {
-	batch = min(max(r/250, 1), 64)
-	burst = max(batch, min(4*batch, r/50))
-	return batch, burst
-}
-
 func (s *sweep) run(ctx context.Context) (res Result, err error) {
-	start := time.Now()
-	res.Started = start.UTC()
-	s.timer = time.NewTimer(time.Hour)
-	s.timer.Stop()
-	defer s.timer.Stop()
+	res.Started = time.Now().UTC()
+	s.pace.Start()
+	defer s.pace.Stop()
 
-	for _, c := range s.conns {
-		_ = c.setReadDeadline(time.Time{})
-		_ = c.setWriteDeadline(time.Time{})
-	}
-	// Cancelling ctx unblocks a send waiting for buffer space and the
-	// readers.
-	cancelled := make(chan struct{})
-	stop := context.AfterFunc(ctx, func() {
-		defer close(cancelled)
-		for _, c := range s.conns {
-			_ = c.setWriteDeadline(time.Now())
-			_ = c.setReadDeadline(time.Now())
+	err = sweeprun.Exchange(ctx, s.conns, s.read, func() error {
+		s.recordLocal()
+		if err := s.send(ctx); err != nil {
+			return err
 		}
+		return s.pace.WaitFor(ctx, s.params.Wait)
 	})
-	readErrs := make(chan error, len(s.conns))
-	for _, c := range s.conns {
-		go func() { readErrs <- s.read(c) }()
-	}
-
-	s.recordLocal()
-	sendErr := s.send(ctx)
-	if sendErr == nil {
-		sendErr = s.waitFor(ctx, s.params.Wait)
-	}
-	for _, c := range s.conns {
-		_ = c.setReadDeadline(time.Now())
-	}
-	var errs []error
-	for range s.conns {
-		if err := <-readErrs; err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if !stop() {
-		<-cancelled
-	}
-	if sendErr != nil {
-		errs = append([]error{sendErr}, errs...)
-	}
-	if ctx.Err() != nil {
-		errs = []error{ctx.Err()}
-	}
 
 	res.Finished = time.Now().UTC()
 	res.RequestsSent = s.sent
-	res.Retries = s.retries
+	res.Retries = s.pace.Retries
 	res.Ignored = int(s.ignored.Load())
 	s.mu.Lock()
 	res.Replies = slices.Clone(s.replies)
@@ -291,19 +203,15 @@ func (s *sweep) run(ctx context.Context) (res Result, err error) {
 	s.mu.Unlock()
 	slices.SortFunc(res.Replies, func(a, b Reply) int { return a.IP.Compare(b.IP) })
 	for _, t := range s.ts {
-		if t.failed > 0 {
-			msg := fmt.Sprintf("network %v: %d ARP requests not sent on %s: %v", t.prefix, t.failed, t.link.Name, t.firstErr)
-			if t.abandoned {
-				msg += " (rest of the network skipped)"
-			}
+		if msg := t.Problem(t.Prefix, "ARP requests not sent on "+t.link.Name); msg != "" {
 			res.Errors = append(res.Errors, msg)
 		}
 	}
-	if s.dropped > 0 {
+	if s.pace.Dropped > 0 {
 		res.Errors = append(res.Errors, fmt.Sprintf("%d ARP requests dropped: the kernel refused them (ENOBUFS) for %v each; lower scan.devices.rate",
-			s.dropped, giveUpAfter))
+			s.pace.Dropped, sweeprun.GiveUpAfter))
 	}
-	return res, errors.Join(errs...)
+	return res, err
 }
 
 // recordLocal reports the links' own addresses: nothing answers a host's
@@ -311,7 +219,7 @@ func (s *sweep) run(ctx context.Context) (res Result, err error) {
 func (s *sweep) recordLocal() {
 	for _, t := range s.ts {
 		for _, a := range t.link.Addrs {
-			if off, ok := t.offset(a.Addr()); ok && !t.skip(off) {
+			if off, ok := t.Offset(a.Addr()); ok && t.Owns(off) {
 				s.record(t, off, a.Addr(), slices.Clone(t.link.MAC), true)
 			}
 		}
@@ -320,115 +228,54 @@ func (s *sweep) recordLocal() {
 
 // send runs the rounds.
 func (s *sweep) send(ctx context.Context) error {
-	gap := min(s.params.Wait, maxRoundGap)
-	var roundStart time.Time
-	for round := range s.params.Rounds {
-		if round > 0 {
-			if s.finished() {
-				return nil
-			}
-			if d := time.Until(roundStart.Add(gap)); d > 0 {
-				if err := s.waitFor(ctx, d); err != nil {
-					return err
-				}
-				if s.finished() {
-					return nil
-				}
-			}
-		}
-		roundStart = time.Now()
+	return s.pace.Rounds(ctx, s.params.Rounds, s.params.Wait, func(int) (int64, error) {
 		var probed int64
 		for _, t := range s.ts {
-			for off := uint32(0); off < t.size && !t.abandoned; off++ {
-				if t.skip(off) {
+			for off := t.First; off < t.End && !t.Abandoned; off++ {
+				if t.Skip(off) {
 					continue
 				}
 				probed++
-				if bit(t.answered, off) {
+				if t.answered.Has(off) {
 					continue
 				}
-				if err := s.take(ctx); err != nil {
-					return err
+				if err := s.pace.Take(ctx); err != nil {
+					return probed, err
 				}
 				if err := s.request(ctx, t, off); err != nil {
-					return err
+					return probed, err
 				}
 			}
 		}
-		if round == 0 {
-			s.probed.Store(probed)
-			s.checkDone()
-		}
-	}
-	return nil
-}
-
-// take waits for one token. Tokens come from the limiter a batch at a
-// time, so it is consulted once per batch and nothing is allocated.
-func (s *sweep) take(ctx context.Context) error {
-	if s.avail > 0 {
-		s.avail--
-		return nil
-	}
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		now := time.Now()
-		tokens := s.lim.TokensAt(now)
-		if n := min(int(tokens), s.lim.Burst()); n >= s.batch && s.lim.AllowN(now, n) {
-			s.avail = n - 1
-			return nil
-		}
-		missing := float64(s.batch) - tokens
-		d := max(time.Duration(missing/float64(s.lim.Limit())*float64(time.Second)), 20*time.Microsecond)
-		if err := s.sleep(ctx, d); err != nil {
-			return err
-		}
-	}
-}
-
-func (s *sweep) sleep(ctx context.Context, d time.Duration) error {
-	s.timer.Reset(d)
-	select {
-	case <-ctx.Done():
-		s.timer.Stop()
-		return ctx.Err()
-	case <-s.timer.C:
-		return nil
-	}
+		return probed, nil
+	})
 }
 
 // request sends one who-has, retrying through back-pressure.
 func (s *sweep) request(ctx context.Context, t *target, off uint32) error {
-	setBit(t.asked, off) // before sending: the reply may beat the return
-	frame := putRequest(s.frame[:], t.srcMAC, t.srcIP, t.addr(off).As4())
-	backoff, waited := backoffMin, time.Duration(0)
+	t.asked.Set(off) // before sending: the reply may beat the return
+	frame := putRequest(s.frame[:], t.srcMAC, t.srcIP, t.Addr(off).As4())
+	var bo sweeprun.Backoff
 	for {
 		err := t.conn.send(frame)
-		switch {
-		case err == nil:
+		if err == nil {
 			s.sent++
-			t.sent++
+			t.Sent++
 			return nil
-		case errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.EAGAIN):
-			if waited >= s.giveUp {
-				s.dropped++
-				return nil
-			}
-			s.retries++
-			if err := s.sleep(ctx, backoff); err != nil {
-				return err
-			}
-			waited += backoff
-			backoff = min(2*backoff, backoffMax)
+		}
+		again, err := s.pace.Retry(ctx, &bo, err)
+		switch {
+		case again:
+			continue
+		case err == nil: // dropped
+			return nil
 		case linkGone(err):
-			s.avail++ // nothing left: the token is not spent
-			t.failed++
-			if t.firstErr == nil {
-				t.firstErr = err
+			s.pace.Refund() // nothing left: the token is not spent
+			t.Failed++
+			if t.FirstErr == nil {
+				t.FirstErr = err
 			}
-			t.abandoned = true
+			t.Abandoned = true
 			return nil
 		case ctx.Err() != nil:
 			return ctx.Err()
@@ -446,39 +293,6 @@ func linkGone(err error) bool {
 		}
 	}
 	return false
-}
-
-// waitFor waits d, or until every address answered.
-func (s *sweep) waitFor(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	s.timer.Reset(d)
-	select {
-	case <-ctx.Done():
-		s.timer.Stop()
-		return ctx.Err()
-	case <-s.allDone:
-		s.timer.Stop()
-		return nil
-	case <-s.timer.C:
-		return nil
-	}
-}
-
-func (s *sweep) finished() bool {
-	select {
-	case <-s.allDone:
-		return true
-	default:
-		return false
-	}
-}
-
-func (s *sweep) checkDone() {
-	if p := s.probed.Load(); p >= 0 && s.answered.Load() >= p {
-		s.doneOnce.Do(func() { close(s.allDone) })
-	}
 }
 
 // read receives replies on one link until the read deadline passes.
@@ -518,11 +332,11 @@ func (s *sweep) handle(c transport, b []byte, pktType uint8) {
 		if t.conn != c {
 			continue
 		}
-		off, ok := t.offset(p.SenderIP)
-		if !ok || t.skip(off) {
+		off, ok := t.Offset(p.SenderIP)
+		if !ok || !t.Owns(off) {
 			continue
 		}
-		if p.TargetIP != t.src || !bit(t.asked, off) || bytes.Equal(p.SenderMAC, t.srcMAC[:]) {
+		if p.TargetIP != t.src || !t.asked.Has(off) || bytes.Equal(p.SenderMAC, t.srcMAC[:]) {
 			break
 		}
 		s.record(t, off, p.SenderIP, p.SenderMAC, false)
@@ -544,15 +358,14 @@ func (s *sweep) record(t *target, off uint32, ip netip.Addr, mac net.HardwareAdd
 		s.mu.Unlock()
 		return
 	}
-	r := Reply{IP: ip, MAC: mac, Network: t.prefix, Interface: t.link.Name, Local: local}
+	r := Reply{IP: ip, MAC: mac, Network: t.Prefix, Interface: t.link.Name, Local: local}
 	s.index[ip] = len(s.replies)
 	s.replies = append(s.replies, r)
 	s.mu.Unlock()
-	if setBit(t.answered, off) {
-		s.answered.Add(1)
-		s.checkDone()
+	if t.answered.Set(off) {
+		s.pace.Answered()
 	}
 	if s.params.Found != nil {
-		s.params.Found(Reply{IP: ip, MAC: slices.Clone(mac), Network: t.prefix, Interface: t.link.Name, Local: local})
+		s.params.Found(Reply{IP: ip, MAC: slices.Clone(mac), Network: t.Prefix, Interface: t.link.Name, Local: local})
 	}
 }

@@ -90,16 +90,16 @@ func TestSweepFindsResponders(t *testing.T) {
 		t.Errorf("replies\n%v\nwant\n%v", got, want)
 	}
 	// 253 in round one (not our own address), 251 in round two.
-	if res.RequestsSent != 253+251 || len(f.sentList()) != res.RequestsSent {
-		t.Errorf("RequestsSent %d (fake saw %d), want 504", res.RequestsSent, len(f.sentList()))
+	if res.RequestsSent != 253+251 || len(f.Sent()) != res.RequestsSent {
+		t.Errorf("RequestsSent %d (fake saw %d), want 504", res.RequestsSent, len(f.Sent()))
 	}
-	for _, a := range f.sentList() {
+	for _, a := range f.Sent() {
 		if a == netip.MustParseAddr("10.77.0.0") || a == netip.MustParseAddr("10.77.0.255") || a == netip.MustParseAddr("10.77.0.2") {
 			t.Errorf("asked %v", a)
 		}
 	}
-	if f.attempts[netip.MustParseAddr("10.77.0.10")] != 1 || f.attempts[netip.MustParseAddr("10.77.0.9")] != 2 {
-		t.Errorf("attempts: responder %d, silent %d; want 1 and 2", f.attempts[netip.MustParseAddr("10.77.0.10")], f.attempts[netip.MustParseAddr("10.77.0.9")])
+	if at := f.Attempts(); at[netip.MustParseAddr("10.77.0.10")] != 1 || at[netip.MustParseAddr("10.77.0.9")] != 2 {
+		t.Errorf("attempts: responder %d, silent %d; want 1 and 2", at[netip.MustParseAddr("10.77.0.10")], at[netip.MustParseAddr("10.77.0.9")])
 	}
 	slices.Sort(found)
 	if want := []string{"10.77.0.10 00:16:3e:4d:00:0a", "10.77.0.13 02:42:0a:4d:00:0d", "10.77.0.2 " + ourMAC}; !slices.Equal(found, want) {
@@ -116,7 +116,7 @@ func TestSweepRounds(t *testing.T) {
 	f.answerFrom[netip.MustParseAddr("10.77.0.20")] = 2
 	for _, rounds := range []int{1, 2} {
 		t.Run(fmt.Sprint(rounds), func(t *testing.T) {
-			f.attempts = map[netip.Addr]int{}
+			f.ResetAttempts()
 			res, err := runFake(t, context.Background(), []Target{targetOn(t, eth0, "10.77.0.16/29")},
 				Params{Rate: 1e5, Rounds: rounds, Wait: 20 * time.Millisecond}, map[int]transport{2: f}, nil)
 			if err != nil {
@@ -148,7 +148,7 @@ func TestSweepSubnetEdges(t *testing.T) {
 			if _, err := runFake(t, context.Background(), []Target{targetOn(t, l, tt.prefix)}, Params{Rate: 1e5, Rounds: 1}, map[int]transport{3: f}, nil); err != nil {
 				t.Fatal(err)
 			}
-			if got := f.sentList(); !slices.Equal(got, addrs(tt.want...)) {
+			if got := f.Sent(); !slices.Equal(got, addrs(tt.want...)) {
 				t.Errorf("asked %v, want %v", got, tt.want)
 			}
 		})
@@ -157,8 +157,8 @@ func TestSweepSubnetEdges(t *testing.T) {
 	p2p := Link{Index: 4, Name: "p0", MAC: mustMAC("02:00:00:00:00:02"), Addrs: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/31")}}
 	f := newFakeLink(map[string]string{"192.0.2.1": "02:00:00:00:00:03"})
 	res, err := runFake(t, context.Background(), []Target{targetOn(t, p2p, "192.0.2.0/31")}, Params{Rate: 1e5, Rounds: 1, Wait: 50 * time.Millisecond}, map[int]transport{4: f}, nil)
-	if err != nil || len(res.Replies) != 2 || !slices.Equal(f.sentList(), addrs("192.0.2.1")) {
-		t.Errorf("/31: %v %v asked %v", err, views(res.Replies), f.sentList())
+	if err != nil || len(res.Replies) != 2 || !slices.Equal(f.Sent(), addrs("192.0.2.1")) {
+		t.Errorf("/31: %v %v asked %v", err, views(res.Replies), f.Sent())
 	}
 }
 
@@ -170,7 +170,7 @@ func TestSweepOverlap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sent := f.sentList()
+	sent := f.Sent()
 	seen := map[netip.Addr]bool{}
 	for _, a := range sent {
 		if seen[a] {
@@ -234,8 +234,8 @@ func TestSweepValidatesReplies(t *testing.T) {
 				clear(t.answered)
 			}
 			s := newSweep(ts, Params{Rate: 1, Rounds: 1})
-			off, _ := ts[0].offset(netip.MustParseAddr(host))
-			setBit(ts[0].asked, off) // .10 was asked, .11 not
+			off, _ := ts[0].Offset(netip.MustParseAddr(host))
+			ts[0].asked.Set(off) // .10 was asked, .11 not
 			c := tt.conn
 			if c == nil {
 				c = ts[0].conn
@@ -244,7 +244,7 @@ func TestSweepValidatesReplies(t *testing.T) {
 			if ok := len(s.replies) == 1; ok != tt.ok || s.ignored.Load() != map[bool]int64{true: 0, false: 1}[tt.ok] {
 				t.Errorf("recorded %v, ignored %d; want recorded=%v", s.replies, s.ignored.Load(), tt.ok)
 			}
-			if tt.ok && (s.replies[0].MAC.String() != hostMAC || s.replies[0].IP.String() != host || !bit(ts[0].answered, off)) {
+			if tt.ok && (s.replies[0].MAC.String() != hostMAC || s.replies[0].IP.String() != host || !ts[0].answered.Has(off)) {
 				t.Errorf("recorded %+v", s.replies[0])
 			}
 		})
@@ -278,7 +278,7 @@ func TestSweepConflict(t *testing.T) {
 
 func TestSweepBackPressure(t *testing.T) {
 	f := newFakeLink(map[string]string{"10.77.0.9": "00:16:3e:4d:00:09"})
-	f.sendErr = func(dst netip.Addr, n int) error {
+	f.SendErr = func(dst netip.Addr, n int) error {
 		if dst == netip.MustParseAddr("10.77.0.9") && n <= 3 {
 			return unix.ENOBUFS
 		}
@@ -288,7 +288,7 @@ func TestSweepBackPressure(t *testing.T) {
 		return nil
 	}
 	res, err := runFake(t, context.Background(), []Target{targetOn(t, eth0, "10.77.0.8/29")}, Params{Rate: 1e5, Rounds: 1, Wait: 50 * time.Millisecond}, map[int]transport{2: f},
-		func(s *sweep) { s.giveUp = 20 * time.Millisecond })
+		func(s *sweep) { s.pace.GiveUp = 20 * time.Millisecond })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +306,7 @@ func TestSweepBackPressure(t *testing.T) {
 func TestSweepLinkDown(t *testing.T) {
 	eth1 := Link{Index: 3, Name: "eth1", MAC: mustMAC("00:16:3e:00:01:01"), Addrs: []netip.Prefix{netip.MustParsePrefix("192.0.2.1/24")}}
 	down := newFakeLink(nil)
-	down.sendErr = func(netip.Addr, int) error { return unix.ENETDOWN }
+	down.SendErr = func(netip.Addr, int) error { return unix.ENETDOWN }
 	up := newFakeLink(map[string]string{"192.0.2.7": "00:16:3e:00:01:07"})
 	res, err := runFake(t, context.Background(), []Target{targetOn(t, eth0, "10.77.0.0/24"), targetOn(t, eth1, "192.0.2.0/29")},
 		Params{Rate: 1e5, Rounds: 2, Wait: 50 * time.Millisecond}, map[int]transport{2: down, 3: up}, nil)
@@ -323,7 +323,7 @@ func TestSweepLinkDown(t *testing.T) {
 
 func TestSweepFatalSendError(t *testing.T) {
 	f := newFakeLink(nil)
-	f.sendErr = func(netip.Addr, int) error { return unix.EBADF }
+	f.SendErr = func(netip.Addr, int) error { return unix.EBADF }
 	_, err := runFake(t, context.Background(), []Target{targetOn(t, eth0, "10.77.0.0/24")}, Params{Rate: 1e5, Rounds: 1}, map[int]transport{2: f}, nil)
 	if !errors.Is(err, unix.EBADF) || !strings.Contains(err.Error(), "arpsweep: send on eth0") {
 		t.Errorf("err = %v", err)
@@ -389,7 +389,7 @@ func TestPlanErrors(t *testing.T) {
 	}
 	// An IPv4-mapped prefix is unmapped.
 	m := mod(func(tg *Target) { tg.Prefix = netip.MustParsePrefix("::ffff:10.77.0.0/120") })
-	if ts, err := plan([]Target{m}, conns); err != nil || ts[0].prefix != netip.MustParsePrefix("10.77.0.0/24") {
+	if ts, err := plan([]Target{m}, conns); err != nil || ts[0].Prefix != netip.MustParsePrefix("10.77.0.0/24") {
 		t.Errorf("mapped prefix: %v", err)
 	}
 }

@@ -46,5 +46,9 @@
 // in Result.Errors and, when its first 256 probes all fail, skipped. The
 // sweeping host's own addresses answer like any other.
 //
-// This package imports only the standard library and golang.org/x/time.
+// The address walk, the pacing and the socket buffer sizing are shared
+// with package arpsweep: sources/internal/sweeptargets,
+// sources/internal/sweeprun and sources/internal/sockbuf. Besides those,
+// this package imports only the standard library (they use
+// golang.org/x/time and golang.org/x/sys).
 package icmpsweep

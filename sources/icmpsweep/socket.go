@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/jocasta/jocasta/sources/internal/sockbuf"
 )
 
 // Mode says which kind of ICMP socket a Pinger uses.
@@ -157,10 +159,10 @@ type transport interface {
 	// send one packet; blocks while the socket buffer is full.
 	send(pkt []byte, dst netip.Addr) error
 	// recv one packet into buf; returns os.ErrDeadlineExceeded after
-	// setReadDeadline passes.
+	// SetReadDeadline passes.
 	recv(buf []byte) (int, netip.Addr, error)
-	setReadDeadline(t time.Time) error
-	setWriteDeadline(t time.Time) error
+	SetReadDeadline(t time.Time) error
+	SetWriteDeadline(t time.Time) error
 	// id is the echo identifier to put in probes (raw mode matches it).
 	id() uint16
 	close() error
@@ -203,8 +205,7 @@ func openConn(v6 bool, m Mode, bufSize int) (*conn, error) {
 	if err != nil {
 		return nil, os.NewSyscallError("socket", err)
 	}
-	setBuf(fd, syscall.SO_SNDBUF, 32 /* SO_SNDBUFFORCE */, bufSize)
-	setBuf(fd, syscall.SO_RCVBUF, 33 /* SO_RCVBUFFORCE */, bufSize)
+	sockbuf.Grow(fd, bufSize)
 	if m == ModeRaw {
 		if err := setEchoReplyFilter(fd, v6); err != nil {
 			syscall.Close(fd)
@@ -240,15 +241,6 @@ func openConn(v6 bool, m Mode, bufSize int) (*conn, error) {
 		return c.rerr != syscall.EAGAIN
 	}
 	return c, nil
-}
-
-// setBuf asks for size bytes, first with the FORCE option (root ignores
-// the sysctl cap), then within the cap.
-func setBuf(fd, opt, force, size int) {
-	if syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, force, size) == nil {
-		return
-	}
-	_ = syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, opt, size)
 }
 
 // setEchoReplyFilter makes the kernel pass only echo replies to a raw
@@ -309,6 +301,6 @@ func (c *conn) recv(buf []byte) (int, netip.Addr, error) {
 	return copy(buf, c.rbuf[:c.rn]), from, nil
 }
 
-func (c *conn) setReadDeadline(t time.Time) error  { return c.f.SetReadDeadline(t) }
-func (c *conn) setWriteDeadline(t time.Time) error { return c.f.SetWriteDeadline(t) }
+func (c *conn) SetReadDeadline(t time.Time) error  { return c.f.SetReadDeadline(t) }
+func (c *conn) SetWriteDeadline(t time.Time) error { return c.f.SetWriteDeadline(t) }
 func (c *conn) close() error                       { return c.f.Close() }

@@ -6,13 +6,12 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
+	"github.com/jocasta/jocasta/sources/internal/sweeptest"
 	"github.com/jocasta/jocasta/sources/lab"
 )
 
@@ -129,7 +128,7 @@ func TestSweepLoopbackIPv6Raw(t *testing.T) {
 func TestOpenWithoutPermission(t *testing.T) {
 	ns := lab.NewNamespace(t) // ping_group_range "1 0"
 	err := lab.DoInNamespace(filepath.Join("/run/netns", ns), func() error {
-		restore, err := dropNetRaw()
+		restore, err := sweeptest.DropNetRaw()
 		if err != nil {
 			return err
 		}
@@ -157,33 +156,6 @@ func TestOpenWithoutPermission(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// dropNetRaw removes CAP_NET_RAW from the effective set of the calling
-// thread (capabilities are per thread; the caller is locked to it by
-// DoInNamespace) and returns a function that puts it back.
-func dropNetRaw() (func(), error) {
-	type header struct {
-		version uint32
-		pid     int32
-	}
-	type data struct{ effective, permitted, inheritable uint32 }
-	const capNetRaw = 13
-	h := header{version: 0x20080522}
-	var d [2]data
-	if _, _, e := syscall.RawSyscall(syscall.SYS_CAPGET, uintptr(unsafe.Pointer(&h)), uintptr(unsafe.Pointer(&d[0])), 0); e != 0 {
-		return nil, e
-	}
-	orig := d
-	d[0].effective &^= 1 << capNetRaw
-	if _, _, e := syscall.RawSyscall(syscall.SYS_CAPSET, uintptr(unsafe.Pointer(&h)), uintptr(unsafe.Pointer(&d[0])), 0); e != 0 {
-		return nil, e
-	}
-	return func() {
-		d := orig
-		_, _, _ = syscall.RawSyscall(syscall.SYS_CAPSET, uintptr(unsafe.Pointer(&h)), uintptr(unsafe.Pointer(&d[0])), 0)
-		runtime.KeepAlive(d)
-	}, nil
 }
 
 // A network with no route is reported once and skipped; the rest of the

@@ -10,11 +10,10 @@ import (
 	"os"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
-	"golang.org/x/time/rate"
+	"github.com/jocasta/jocasta/sources/internal/sweeprun"
 )
 
 // Params are the pacing of one sweep (scan.devices.rate, rounds, wait).
@@ -35,17 +34,7 @@ type Params struct {
 }
 
 func (p Params) validate() error {
-	var errs []error
-	if p.Rate < 1 {
-		errs = append(errs, fmt.Errorf("%w: rate %d: want at least 1 probe per second", ErrBadParams, p.Rate))
-	}
-	if p.Rounds < 1 {
-		errs = append(errs, fmt.Errorf("%w: rounds %d: want at least 1", ErrBadParams, p.Rounds))
-	}
-	if p.Wait < 0 {
-		errs = append(errs, fmt.Errorf("%w: wait %v: want 0 or more", ErrBadParams, p.Wait))
-	}
-	return errors.Join(errs...)
+	return sweeprun.CheckParams(ErrBadParams, "probe", p.Rate, p.Rounds, p.Wait)
 }
 
 // Responder is an address that answered an echo request.
@@ -77,21 +66,9 @@ type Result struct {
 	Errors []string
 }
 
-// Back-pressure: when sendto fails with ENOBUFS the probe is sent again
-// after a pause that doubles from backoffMin to backoffMax; after
-// giveUpAfter of pauses for one probe, the probe is dropped and counted.
-const (
-	backoffMin  = time.Millisecond
-	backoffMax  = 64 * time.Millisecond
-	giveUpAfter = 5 * time.Second
-	// abandonAfter: a network whose first probes all fail (no route) is
-	// skipped after this many.
-	abandonAfter = 256
-	// maxRoundGap: a round starts at least min(Wait, maxRoundGap) after
-	// the previous one, so that a small network's addresses have time to
-	// answer (and ARP to resolve) before they are probed again.
-	maxRoundGap = time.Second
-)
+// abandonAfter: a network whose first probes all fail (no route) is
+// skipped after this many.
+const abandonAfter = 256
 
 // Sweep probes every address of every prefix and returns the responders.
 //
@@ -124,8 +101,8 @@ func (p *Pinger) Sweep(ctx context.Context, prefixes []netip.Prefix, params Para
 		return Result{}, err
 	}
 	for _, t := range ts {
-		if (t.v6 && p.c6 == nil) || (!t.v6 && p.c4 == nil) {
-			return Result{}, fmt.Errorf("%w: %v (Open with IPv4/IPv6 set)", ErrNoSocket, t.prefix)
+		if (t.V6() && p.c6 == nil) || (!t.V6() && p.c4 == nil) {
+			return Result{}, fmt.Errorf("%w: %v (Open with IPv4/IPv6 set)", ErrNoSocket, t.Prefix)
 		}
 	}
 	s, err := newSweep(ts, params, p.c4, p.c6)
@@ -143,27 +120,12 @@ type sweep struct {
 	c4, c6 transport
 	token  uint64
 	start  time.Time
-
-	lim   *rate.Limiter
-	batch int // tokens taken at once
-	avail int
-	timer *time.Timer
-	seq   uint16
-	pkt   [probeLen]byte
+	pace   *sweeprun.Pacer
+	seq    uint16
+	pkt    [probeLen]byte
 
 	sent     int
-	dropped  int
-	retries  int
 	warnings []string
-	giveUp   time.Duration // giveUpAfter; tests shorten it
-
-	// probed is the number of distinct addresses probed, known once the
-	// first round is over (-1 before); answered counts distinct
-	// responders. When they meet, allDone closes.
-	probed   atomic.Int64
-	answered atomic.Int64
-	allDone  chan struct{}
-	doneOnce sync.Once
 
 	mu         sync.Mutex
 	responders []Responder
@@ -175,21 +137,15 @@ func newSweep(ts []*target, params Params, c4, c6 transport) (*sweep, error) {
 	if _, err := readRandom(tok[:]); err != nil {
 		return nil, err
 	}
-	batch, burst := burstFor(params.Rate)
-	s := &sweep{
-		params:  params,
-		ts:      ts,
-		c4:      c4,
-		c6:      c6,
-		token:   binary.BigEndian.Uint64(tok[:]),
-		lim:     rate.NewLimiter(rate.Limit(params.Rate), burst),
-		batch:   batch,
-		allDone: make(chan struct{}),
-		index:   map[netip.Addr]int{},
-		giveUp:  giveUpAfter,
-	}
-	s.probed.Store(-1)
-	return s, nil
+	return &sweep{
+		params: params,
+		ts:     ts,
+		c4:     c4,
+		c6:     c6,
+		token:  binary.BigEndian.Uint64(tok[:]),
+		pace:   sweeprun.NewPacer(params.Rate),
+		index:  map[netip.Addr]int{},
+	}, nil
 }
 
 func readRandom(b []byte) (int, error) {
@@ -213,96 +169,39 @@ func (s *sweep) transports() []transport {
 func (s *sweep) run(ctx context.Context) (res Result, err error) {
 	s.start = time.Now()
 	res.Started = s.start.UTC()
-	s.timer = time.NewTimer(time.Hour)
-	s.timer.Stop()
-	defer s.timer.Stop()
+	s.pace.Start()
+	defer s.pace.Stop()
 
-	cs := s.transports()
-	for _, c := range cs {
-		_ = c.setReadDeadline(time.Time{})
-		_ = c.setWriteDeadline(time.Time{})
-	}
-	// Cancelling ctx unblocks a send waiting for buffer space and the
-	// readers.
-	cancelled := make(chan struct{})
-	stop := context.AfterFunc(ctx, func() {
-		defer close(cancelled)
-		for _, c := range cs {
-			_ = c.setWriteDeadline(time.Now())
-			_ = c.setReadDeadline(time.Now())
+	err = sweeprun.Exchange(ctx, s.transports(), s.read, func() error {
+		if err := s.send(ctx); err != nil {
+			return err
 		}
+		return s.pace.WaitFor(ctx, s.params.Wait)
 	})
-	readErrs := make(chan error, len(cs))
-	for _, c := range cs {
-		go func() { readErrs <- s.read(c) }()
-	}
-
-	sendErr := s.send(ctx)
-	if sendErr == nil {
-		sendErr = s.wait(ctx)
-	}
-	for _, c := range cs {
-		_ = c.setReadDeadline(time.Now())
-	}
-	var errs []error
-	for range cs {
-		if err := <-readErrs; err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if !stop() {
-		<-cancelled
-	}
-	if sendErr != nil {
-		errs = append([]error{sendErr}, errs...)
-	}
-	if ctx.Err() != nil {
-		errs = []error{ctx.Err()}
-	}
 
 	res.Finished = time.Now().UTC()
 	res.ProbesSent = s.sent
-	res.Retries = s.retries
+	res.Retries = s.pace.Retries
 	res.Warnings = s.warnings
 	s.mu.Lock()
 	res.Responders = slices.Clone(s.responders)
 	s.mu.Unlock()
 	slices.SortFunc(res.Responders, func(a, b Responder) int { return a.IP.Compare(b.IP) })
 	for _, t := range s.ts {
-		if t.failed > 0 {
-			msg := fmt.Sprintf("network %v: %d probes not sent: %v", t.prefix, t.failed, t.firstErr)
-			if t.abandoned {
-				msg += " (rest of the network skipped)"
-			}
+		if msg := t.Problem(t.Prefix, "probes not sent"); msg != "" {
 			res.Errors = append(res.Errors, msg)
 		}
 	}
-	if s.dropped > 0 {
+	if s.pace.Dropped > 0 {
 		res.Errors = append(res.Errors, fmt.Sprintf("%d probes dropped: the kernel refused them (ENOBUFS) for %v each; lower scan.devices.rate",
-			s.dropped, giveUpAfter))
+			s.pace.Dropped, sweeprun.GiveUpAfter))
 	}
-	return res, errors.Join(errs...)
+	return res, err
 }
 
 // send runs the rounds.
 func (s *sweep) send(ctx context.Context) error {
-	gap := min(s.params.Wait, maxRoundGap)
-	var roundStart time.Time
-	for round := range s.params.Rounds {
-		if round > 0 {
-			if s.finished() {
-				return nil
-			}
-			if d := time.Until(roundStart.Add(gap)); d > 0 {
-				if err := s.waitFor(ctx, d); err != nil {
-					return err
-				}
-				if s.finished() {
-					return nil
-				}
-			}
-		}
-		roundStart = time.Now()
+	return s.pace.Rounds(ctx, s.params.Rounds, s.params.Wait, func(round int) (int64, error) {
 		var again func(netip.Addr) bool
 		if round > 0 && s.params.Recheck != nil {
 			var err error
@@ -314,103 +213,56 @@ func (s *sweep) send(ctx context.Context) error {
 		var probed int64
 		for _, t := range s.ts {
 			c := s.c4
-			if t.v6 {
+			if t.V6() {
 				c = s.c6
 			}
-			for off := t.first; off <= t.last && !t.abandoned; off++ {
-				if t.skip(off) {
+			for off := t.First; off < t.End && !t.Abandoned; off++ {
+				if t.Skip(off) {
 					continue
 				}
 				probed++
-				if t.isAnswered(off) || again != nil && !again(t.addr(off)) {
+				if t.answered.Has(off) || again != nil && !again(t.Addr(off)) {
 					continue
 				}
-				if err := s.take(ctx); err != nil {
-					return err
+				if err := s.pace.Take(ctx); err != nil {
+					return probed, err
 				}
 				if err := s.probe(ctx, c, t, off); err != nil {
-					return err
+					return probed, err
 				}
 			}
 		}
-		if round == 0 {
-			s.probed.Store(probed)
-			s.checkDone()
-		}
-	}
-	return nil
-}
-
-// take waits for one token. Tokens come from the limiter a batch at a
-// time, so it is consulted once per batch and nothing is allocated. The
-// limiter's bucket holds a few batches: what a late timer wake-up costs
-// is made up at once instead of being lost to the bucket's cap.
-func (s *sweep) take(ctx context.Context) error {
-	if s.avail > 0 {
-		s.avail--
-		return nil
-	}
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		now := time.Now()
-		tokens := s.lim.TokensAt(now)
-		if n := min(int(tokens), s.lim.Burst()); n >= s.batch && s.lim.AllowN(now, n) {
-			s.avail = n - 1
-			return nil
-		}
-		missing := float64(s.batch) - tokens
-		d := max(time.Duration(missing/float64(s.lim.Limit())*float64(time.Second)), 20*time.Microsecond)
-		if err := s.sleep(ctx, d); err != nil {
-			return err
-		}
-	}
-}
-
-func (s *sweep) sleep(ctx context.Context, d time.Duration) error {
-	s.timer.Reset(d)
-	select {
-	case <-ctx.Done():
-		s.timer.Stop()
-		return ctx.Err()
-	case <-s.timer.C:
-		return nil
-	}
+		return probed, nil
+	})
 }
 
 // probe sends one echo request, retrying through back-pressure.
 func (s *sweep) probe(ctx context.Context, c transport, t *target, off uint32) error {
-	dst := t.addr(off)
-	backoff, waited := backoffMin, time.Duration(0)
+	dst := t.Addr(off)
+	var bo sweeprun.Backoff
 	for {
-		pkt := putEcho(s.pkt[:], t.v6, c.id(), s.seq, s.token, int64(time.Since(s.start)))
+		pkt := putEcho(s.pkt[:], t.V6(), c.id(), s.seq, s.token, int64(time.Since(s.start)))
 		err := c.send(pkt, dst)
-		switch {
-		case err == nil:
+		if err == nil {
 			s.seq++
 			s.sent++
-			t.sent++
+			t.Sent++
 			return nil
-		case errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.EAGAIN):
-			if waited >= s.giveUp {
-				s.dropped++
-				return nil
-			}
-			s.retries++
-			if err := s.sleep(ctx, backoff); err != nil {
-				return err
-			}
-			waited += backoff
-			backoff = min(2*backoff, backoffMax)
+		}
+		again, err := s.pace.Retry(ctx, &bo, err)
+		switch {
+		case again:
+			continue
+		case err == nil: // dropped
+			return nil
 		case unreachable(err):
-			s.avail++ // nothing left: the token is not spent
-			t.failed++
-			if t.firstErr == nil {
-				t.firstErr = fmt.Errorf("sendto %v: %w", dst, err)
+			s.pace.Refund() // nothing left: the token is not spent
+			t.Failed++
+			if t.FirstErr == nil {
+				t.FirstErr = fmt.Errorf("sendto %v: %w", dst, err)
 			}
-			if t.sent == 0 && t.failed >= abandonAfter {
-				t.abandoned = true
+			if t.Sent == 0 && t.Failed >= abandonAfter {
+				t.Abandoned = true
 			}
 			return nil
 		case ctx.Err() != nil:
@@ -430,44 +282,6 @@ func unreachable(err error) bool {
 		}
 	}
 	return false
-}
-
-// wait waits Wait after the last probe, or until every address answered.
-func (s *sweep) wait(ctx context.Context) error {
-	return s.waitFor(ctx, s.params.Wait)
-}
-
-// waitFor waits d, or until every address answered.
-func (s *sweep) waitFor(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	s.timer.Reset(d)
-	select {
-	case <-ctx.Done():
-		s.timer.Stop()
-		return ctx.Err()
-	case <-s.allDone:
-		s.timer.Stop()
-		return nil
-	case <-s.timer.C:
-		return nil
-	}
-}
-
-func (s *sweep) finished() bool {
-	select {
-	case <-s.allDone:
-		return true
-	default:
-		return false
-	}
-}
-
-func (s *sweep) checkDone() {
-	if p := s.probed.Load(); p >= 0 && s.answered.Load() >= p {
-		s.doneOnce.Do(func() { close(s.allDone) })
-	}
 }
 
 // read receives replies until the read deadline passes.
@@ -501,8 +315,8 @@ func (s *sweep) read(c transport) error {
 
 func (s *sweep) record(from netip.Addr, rtt time.Duration) {
 	for _, t := range s.ts {
-		off, ok := t.offset(from)
-		if !ok || off < t.first || off > t.last {
+		off, ok := t.Offset(from)
+		if !ok || !t.Walks(off) {
 			continue
 		}
 		s.mu.Lock()
@@ -510,12 +324,11 @@ func (s *sweep) record(from netip.Addr, rtt time.Duration) {
 			s.responders[i].RTT = min(s.responders[i].RTT, rtt)
 		} else {
 			s.index[from] = len(s.responders)
-			s.responders = append(s.responders, Responder{IP: from, Network: t.prefix, RTT: rtt})
+			s.responders = append(s.responders, Responder{IP: from, Network: t.Prefix, RTT: rtt})
 		}
 		s.mu.Unlock()
-		if t.markAnswered(off) {
-			s.answered.Add(1)
-			s.checkDone()
+		if t.answered.Set(off) {
+			s.pace.Answered()
 		}
 		return
 	}

@@ -55,9 +55,9 @@ func runFake(t *testing.T, ctx context.Context, prefixes []netip.Prefix, p Param
 func planned(ts []*target) []netip.Addr {
 	var out []netip.Addr
 	for _, t := range ts {
-		for off := t.first; off <= t.last; off++ {
-			if !t.skip(off) {
-				out = append(out, t.addr(off))
+		for off := t.First; off < t.End; off++ {
+			if !t.Skip(off) {
+				out = append(out, t.Addr(off))
 			}
 		}
 	}
@@ -146,45 +146,6 @@ func TestPlanWarnsAboutSize(t *testing.T) {
 	}
 }
 
-func TestPacing(t *testing.T) {
-	tests := []struct {
-		rate, batch, burst int
-	}{{1, 1, 1}, {100, 1, 2}, {250, 1, 4}, {1000, 4, 16}, {20000, 64, 256}, {1e9, 64, 256}}
-	for _, tt := range tests {
-		batch, burst := burstFor(tt.rate)
-		if batch != tt.batch || burst != tt.burst {
-			t.Errorf("burstFor(%d) = %d, %d, want %d, %d", tt.rate, batch, burst, tt.batch, tt.burst)
-		}
-		if burst > max(tt.rate/50, 1) && burst > batch {
-			t.Errorf("rate %d: burst %d is over 2%% of a second's probes", tt.rate, burst)
-		}
-	}
-	est := []struct {
-		n    uint64
-		p    Params
-		want time.Duration
-	}{
-		{1022, Params{Rate: 1000, Rounds: 2, Wait: 2 * time.Second}, 4044 * time.Millisecond},
-		{65534, Params{Rate: 20000, Rounds: 1, Wait: time.Second}, 4276700 * time.Microsecond},
-		{254, Params{Rate: 1000, Rounds: 0}, 254 * time.Millisecond},
-		{10, Params{}, 0},
-	}
-	for _, tt := range est {
-		if got := Estimate(tt.n, tt.p); got != tt.want {
-			t.Errorf("Estimate(%d, %+v) = %v, want %v", tt.n, tt.p, got, tt.want)
-		}
-	}
-	for d, want := range map[time.Duration]string{
-		33554*time.Second + 400*time.Millisecond: "9h19m",
-		264 * time.Second:                        "4m24s",
-		1500 * time.Millisecond:                  "1.5s",
-	} {
-		if got := shortDuration(d); got != want {
-			t.Errorf("shortDuration(%v) = %q, want %q", d, got, want)
-		}
-	}
-}
-
 func TestParamsValidate(t *testing.T) {
 	tests := []struct {
 		p    Params
@@ -225,7 +186,7 @@ func TestSweepRounds(t *testing.T) {
 			t.Errorf("responder %+v", r)
 		}
 	}
-	sent := f.sentList()
+	sent := f.Sent()
 	// Round 1: all 14; rounds 2 and 3: the 12 that did not answer.
 	if len(sent) != 14+12+12 || res.ProbesSent != len(sent) {
 		t.Fatalf("sent %d probes (ProbesSent %d), want 38", len(sent), res.ProbesSent)
@@ -254,19 +215,19 @@ func TestSweepBackPressure(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFake(ModeDatagram, false, "192.0.2.1", "192.0.2.3")
 			victim := netip.MustParseAddr("192.0.2.3")
-			f.sendErr = func(dst netip.Addr, n int) error {
+			f.SendErr = func(dst netip.Addr, n int) error {
 				if dst == victim && (tt.failUntil == 0 || n <= tt.failUntil) {
 					return tt.errno
 				}
 				return nil
 			}
 			res, err := runFake(t, context.Background(), mustPrefixes("192.0.2.0/29"), Params{Rate: 10000, Rounds: 2, Wait: 100 * time.Millisecond}, f, nil,
-				func(s *sweep) { s.giveUp = 10 * time.Millisecond })
+				func(s *sweep) { s.pace.GiveUp = 10 * time.Millisecond })
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.ProbesSent != tt.wantSent || len(f.sentList()) != tt.wantSent {
-				t.Errorf("ProbesSent %d, accepted %d, want %d", res.ProbesSent, len(f.sentList()), tt.wantSent)
+			if res.ProbesSent != tt.wantSent || len(f.Sent()) != tt.wantSent {
+				t.Errorf("ProbesSent %d, accepted %d, want %d", res.ProbesSent, len(f.Sent()), tt.wantSent)
 			}
 			if got := responderIPs(res); !slices.Equal(got, tt.wantFound) {
 				t.Errorf("responders %v, want %v", got, tt.wantFound)
@@ -281,7 +242,7 @@ func TestSweepBackPressure(t *testing.T) {
 func TestSweepUnreachable(t *testing.T) {
 	f := newFake(ModeDatagram, false, "192.0.2.9")
 	dead := netip.MustParsePrefix("198.51.100.0/23")
-	f.sendErr = func(dst netip.Addr, n int) error {
+	f.SendErr = func(dst netip.Addr, n int) error {
 		switch {
 		case dead.Contains(dst):
 			return syscall.ENETUNREACH
@@ -307,14 +268,12 @@ func TestSweepUnreachable(t *testing.T) {
 	if !slices.Equal(res.Errors, want) {
 		t.Errorf("errors\n%q\nwant\n%q", res.Errors, want)
 	}
-	f.mu.Lock()
 	n := 0
-	for a, c := range f.attempts {
+	for a, c := range f.Attempts() {
 		if dead.Contains(a) {
 			n += c
 		}
 	}
-	f.mu.Unlock()
 	if n != abandonAfter {
 		t.Errorf("%d attempts on the unreachable network, want %d", n, abandonAfter)
 	}
@@ -322,7 +281,7 @@ func TestSweepUnreachable(t *testing.T) {
 
 func TestSweepFatalSendError(t *testing.T) {
 	f := newFake(ModeDatagram, false)
-	f.sendErr = func(netip.Addr, int) error { return syscall.EBADF }
+	f.SendErr = func(netip.Addr, int) error { return syscall.EBADF }
 	_, err := runFake(t, context.Background(), mustPrefixes("192.0.2.0/29"), Params{Rate: 1000, Rounds: 1}, f, nil, nil)
 	if !errors.Is(err, syscall.EBADF) || !strings.Contains(err.Error(), "sendto 192.0.2.1") {
 		t.Errorf("err = %v", err)
@@ -366,7 +325,7 @@ func TestSweepBothFamilies(t *testing.T) {
 	if got := responderIPs(res); !slices.Equal(got, []string{"192.0.2.2", "2001:db8::2"}) {
 		t.Errorf("responders %v", got)
 	}
-	if n4, n6 := len(f4.sentList()), len(f6.sentList()); n4 != 6+5 || n6 != 7+6 {
+	if n4, n6 := len(f4.Sent()), len(f6.Sent()); n4 != 6+5 || n6 != 7+6 {
 		t.Errorf("sent %d IPv4 and %d IPv6 probes, want 11 and 13", n4, n6)
 	}
 }
@@ -448,7 +407,7 @@ func TestSweepRecheck(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sent := f.sentList()
+			sent := f.Sent()
 			if !slices.Equal(sent[6:], addrs(tt.round2...)) {
 				t.Errorf("round 2 probed %v, want %v", sent[6:], tt.round2)
 			}
@@ -456,5 +415,32 @@ func TestSweepRecheck(t *testing.T) {
 				t.Errorf("warnings %q, want %q", res.Warnings, tt.warn)
 			}
 		})
+	}
+}
+
+func TestEstimate(t *testing.T) {
+	est := []struct {
+		n    uint64
+		p    Params
+		want time.Duration
+	}{
+		{1022, Params{Rate: 1000, Rounds: 2, Wait: 2 * time.Second}, 4044 * time.Millisecond},
+		{65534, Params{Rate: 20000, Rounds: 1, Wait: time.Second}, 4276700 * time.Microsecond},
+		{254, Params{Rate: 1000, Rounds: 0}, 254 * time.Millisecond},
+		{10, Params{}, 0},
+	}
+	for _, tt := range est {
+		if got := Estimate(tt.n, tt.p); got != tt.want {
+			t.Errorf("Estimate(%d, %+v) = %v, want %v", tt.n, tt.p, got, tt.want)
+		}
+	}
+	for d, want := range map[time.Duration]string{
+		33554*time.Second + 400*time.Millisecond: "9h19m",
+		264 * time.Second:                        "4m24s",
+		1500 * time.Millisecond:                  "1.5s",
+	} {
+		if got := shortDuration(d); got != want {
+			t.Errorf("shortDuration(%v) = %q, want %q", d, got, want)
+		}
 	}
 }

@@ -14,6 +14,7 @@
 // thread. Entries are only kept for on-link addresses; hosts behind a
 // router have no entry and no MAC.
 //
-// This package imports only the standard library and
-// github.com/vishvananda/netlink.
+// This package imports only the standard library, golang.org/x/sys/unix,
+// github.com/vishvananda/netlink and sources/internal/netlinkdump (an
+// interrupted netlink dump is read again, as in package arpsweep).
 package neighbour

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jocasta/jocasta/sources/internal/netlinkdump"
 	"github.com/vishvananda/netlink"
 )
 
@@ -73,7 +74,7 @@ const userHZ = 100
 // List reads the neighbour table (IPv4 and IPv6) of the calling thread's
 // network namespace over netlink (RTM_GETNEIGH dump).
 func List() ([]Entry, error) {
-	ns, err := retry(func() ([]netlink.Neigh, error) { return netlink.NeighList(0, netlink.FAMILY_ALL) })
+	ns, err := netlinkdump.Retry(func() ([]netlink.Neigh, error) { return netlink.NeighList(0, netlink.FAMILY_ALL) })
 	if err != nil {
 		return nil, fmt.Errorf("neighbour: read the neighbour table: %w", err)
 	}

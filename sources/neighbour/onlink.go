@@ -1,16 +1,14 @@
 package neighbour
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 
+	"github.com/jocasta/jocasta/sources/internal/netlinkdump"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
-
-// iffNoARP is IFF_NOARP from linux/if.h.
-const iffNoARP = 0x80
 
 // OnLink returns the prefixes whose addresses the kernel resolves through
 // the neighbour table: the main table's routes without a gateway
@@ -18,7 +16,7 @@ const iffNoARP = 0x80
 // thread's network namespace. Loopback, point-to-point and NOARP links
 // (tun, WireGuard) are left out: their addresses never get an entry.
 func OnLink() ([]netip.Prefix, error) {
-	routes, err := retry(func() ([]netlink.Route, error) { return netlink.RouteList(nil, netlink.FAMILY_ALL) })
+	routes, err := netlinkdump.Retry(func() ([]netlink.Route, error) { return netlink.RouteList(nil, netlink.FAMILY_ALL) })
 	if err != nil {
 		return nil, fmt.Errorf("neighbour: read the routing table: %w", err)
 	}
@@ -45,7 +43,7 @@ func OnLink() ([]netip.Prefix, error) {
 			link, err := netlink.LinkByIndex(r.LinkIndex)
 			if err == nil {
 				a := link.Attrs()
-				arp = a.RawFlags&iffNoARP == 0 && len(a.HardwareAddr) > 0 && a.Flags&(net.FlagLoopback|net.FlagPointToPoint) == 0
+				arp = a.RawFlags&unix.IFF_NOARP == 0 && len(a.HardwareAddr) > 0 && a.Flags&(net.FlagLoopback|net.FlagPointToPoint) == 0
 			}
 			usesARP[r.LinkIndex] = arp
 		}
@@ -54,20 +52,4 @@ func OnLink() ([]netip.Prefix, error) {
 		}
 	}
 	return out, nil
-}
-
-// retry repeats a netlink dump interrupted by a concurrent change
-// (netlink.ErrDumpInterrupted), up to three times.
-func retry[T any](f func() ([]T, error)) ([]T, error) {
-	var (
-		v   []T
-		err error
-	)
-	for range 3 {
-		v, err = f()
-		if !errors.Is(err, netlink.ErrDumpInterrupted) {
-			return v, err
-		}
-	}
-	return v, err
 }
