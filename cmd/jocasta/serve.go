@@ -278,6 +278,7 @@ func startSweeps(ctx context.Context, g *errgroup.Group, cfg *config.Config, st 
 		ResolveMACs: d.ResolveMACs,
 		Enrichers:   enrichers,
 		Logf:        func(f string, a ...any) { slog.Warn().Msgf(f, a...) },
+		Infof:       func(f string, a ...any) { slog.Info().Msgf(f, a...) },
 	})
 	if err != nil {
 		return err

@@ -102,7 +102,7 @@ func (s *Sweeper) plan() sweepPlan {
 			p.icmp = append(p.icmp, n)
 		}
 		if s.modes[n] != p.modes[n] {
-			s.cfg.Logf("devicesweep: %v: %s", n, p.modes[n])
+			s.cfg.infof("devicesweep: %v: %s", n, p.modes[n])
 		}
 	}
 	s.modes = p.modes

@@ -51,9 +51,22 @@ type Config struct {
 	// the process lacks CAP_NET_RAW (for tests and comparisons; there is
 	// no setting for it).
 	DisableARP bool
-	// Logf receives warnings (network size, skipped neighbour entries);
-	// nil discards them.
+	// Logf receives warnings (network size, probes that failed); nil
+	// discards them.
 	Logf func(format string, args ...any)
+	// Infof receives progress notes: each network's sweep mode when it
+	// changes, and neighbour entries left out of a sweep. nil sends them
+	// to Logf.
+	Infof func(format string, args ...any)
+}
+
+// infof logs a progress note (see Config.Infof).
+func (c *Config) infof(format string, args ...any) {
+	if c.Infof != nil {
+		c.Infof(format, args...)
+		return
+	}
+	c.Logf(format, args...)
 }
 
 func (c *Config) setDefaults() {
@@ -390,11 +403,11 @@ func (s *Sweeper) addNeighbours(sw *sources.Sweep, byIP map[netip.Addr]*sources.
 			if other.Via == sources.ViaARP {
 				how = "ARP"
 			}
-			s.cfg.Logf("devicesweep: neighbour entry %v (%v, %v) left out: that MAC answered %s at %v", e.IP, e.MAC, e.State, how, other.IP)
+			s.cfg.infof("devicesweep: neighbour entry %v (%v, %v) left out: that MAC answered %s at %v", e.IP, e.MAC, e.State, how, other.IP)
 			continue
 		}
 		if slices.ContainsFunc(arpNets, func(p netip.Prefix) bool { return p.Contains(e.IP) }) && e.Confirmed > since {
-			s.cfg.Logf("devicesweep: neighbour entry %v (%v, %v) left out: it did not answer the ARP sweep and was last confirmed %v ago",
+			s.cfg.infof("devicesweep: neighbour entry %v (%v, %v) left out: it did not answer the ARP sweep and was last confirmed %v ago",
 				e.IP, e.MAC, e.State, e.Confirmed.Round(time.Second))
 			continue
 		}
