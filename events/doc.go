@@ -22,6 +22,10 @@
 // (escapes, null, unknown or repeated keys, non-integer numbers, a
 // destination that is not zero) to encoding/json, so the result and the
 // error are always json.Unmarshal's; FuzzFastDecode compares the two.
+// They are built on [JSONScanner], which the store's decoder of stored
+// envelopes shares. It lives here rather than in a package of its own
+// because the import rules let events import nothing and let store
+// import only events.
 //
 // # Caveats
 //

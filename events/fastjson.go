@@ -1,9 +1,6 @@
 package events
 
-import (
-	"time"
-	"unicode/utf8"
-)
+import "time"
 
 // The payloads a replay is made of (sweep.completed, clock.ticked) are
 // decoded by hand-written parsers, several times faster than
@@ -50,61 +47,58 @@ func (p *SweepCompleted) isZero() bool {
 
 // decodeClockTicked parses a ClockTicked payload.
 func decodeClockTicked(b []byte, p *ClockTicked) bool {
-	d := jdec{b: b}
+	d := jdec{JSONScanner: NewJSONScanner(b)}
 	var seen uint
 	ok := d.object(func(key []byte) bool {
 		switch string(key) {
 		case "at":
-			return d.once(&seen, 0) && d.time(&p.At)
+			return d.once(&seen, 0) && d.Time(&p.At)
 		}
 		return false
 	})
-	return ok && d.end()
+	return ok && d.End()
 }
 
 // decodeSweepCompleted parses a SweepCompleted payload.
 func decodeSweepCompleted(b []byte, p *SweepCompleted) bool {
-	d := jdec{b: b}
+	d := jdec{JSONScanner: NewJSONScanner(b)}
 	var seen uint
 	ok := d.object(func(key []byte) bool {
 		switch string(key) {
 		case "scan_id":
 			return d.once(&seen, 0) && d.str(&p.ScanID)
 		case "started":
-			return d.once(&seen, 1) && d.time(&p.Started)
+			return d.once(&seen, 1) && d.Time(&p.Started)
 		case "finished":
-			return d.once(&seen, 2) && d.time(&p.Finished)
+			return d.once(&seen, 2) && d.Time(&p.Finished)
 		case "networks":
 			return d.once(&seen, 3) && d.strings(&p.Networks)
 		case "probes_sent":
-			if !d.once(&seen, 4) {
-				return false
-			}
-			n, ok := d.int()
-			p.ProbesSent = int(n)
-			return ok
+			return d.once(&seen, 4) && setInt(&d, &p.ProbesSent)
 		case "complete":
-			return d.once(&seen, 5) && d.bool(&p.Complete)
+			return d.once(&seen, 5) && d.Bool(&p.Complete)
 		case "errors":
 			return d.once(&seen, 6) && d.strings(&p.Errors)
 		case "hosts":
-			if !d.once(&seen, 7) {
-				return false
-			}
-			// Decode into a small array first so the slice is allocated
-			// once at its size (a sweep of a few hosts is the common case).
-			var small [4]SweepHost
-			hosts := small[:0]
-			ok := d.array(func() bool {
-				hosts = append(hosts, SweepHost{})
-				return d.sweepHost(&hosts[len(hosts)-1])
-			})
-			p.Hosts = append(make([]SweepHost, 0, len(hosts)), hosts...)
-			return ok
+			return d.once(&seen, 7) && d.sweepHosts(&p.Hosts)
 		}
 		return false
 	})
-	return ok && d.end()
+	return ok && d.End()
+}
+
+// sweepHosts parses an array of SweepHost.
+func (d *jdec) sweepHosts(hs *[]SweepHost) bool {
+	// Decode into a small array first so the slice is allocated once at
+	// its size (a sweep of a few hosts is the common case).
+	var small [4]SweepHost
+	hosts := small[:0]
+	ok := d.array(func() bool {
+		hosts = append(hosts, SweepHost{})
+		return d.sweepHost(&hosts[len(hosts)-1])
+	})
+	*hs = append(make([]SweepHost, 0, len(hosts)), hosts...)
+	return ok
 }
 
 // sweepHost parses one SweepHost.
@@ -119,48 +113,41 @@ func (d *jdec) sweepHost(h *SweepHost) bool {
 		case "mac":
 			return d.once(&seen, 2) && d.str(&h.MAC)
 		case "rtt_us":
-			if !d.once(&seen, 3) {
-				return false
-			}
-			n, ok := d.int()
-			h.RTTMicros = n
-			return ok
+			return d.once(&seen, 3) && setInt(d, &h.RTTMicros)
 		case "via":
 			return d.once(&seen, 4) && d.str(&h.Via)
 		case "names":
-			if !d.once(&seen, 5) {
-				return false
-			}
-			h.Names = make(map[string]string, 2)
-			return d.object(func(key []byte) bool {
-				k, ok := d.keyString(key)
-				if !ok {
-					return false
-				}
-				var v string
-				if !d.str(&v) {
-					return false
-				}
-				h.Names[k] = v
-				return true
-			})
+			return d.once(&seen, 5) && d.names(&h.Names)
 		case "services":
-			if !d.once(&seen, 6) {
-				return false
-			}
-			h.Services = make([]Service, 0, 2)
-			return d.array(func() bool {
-				h.Services = append(h.Services, Service{})
-				return d.service(&h.Services[len(h.Services)-1])
-			})
+			return d.once(&seen, 6) && d.services(&h.Services)
 		case "upnp":
-			if !d.once(&seen, 7) {
-				return false
-			}
-			h.UPnP = &UPnP{}
-			return d.upnp(h.UPnP)
+			return d.once(&seen, 7) && d.upnp(&h.UPnP)
 		}
 		return false
+	})
+}
+
+// names parses a map of names by resolver.
+func (d *jdec) names(m *map[string]string) bool {
+	names := make(map[string]string, 2)
+	*m = names
+	return d.object(func(key []byte) bool {
+		k := d.intern(key)
+		var v string
+		if !d.str(&v) {
+			return false
+		}
+		names[k] = v
+		return true
+	})
+}
+
+// services parses an array of Service.
+func (d *jdec) services(ss *[]Service) bool {
+	*ss = make([]Service, 0, 2)
+	return d.array(func() bool {
+		*ss = append(*ss, Service{})
+		return d.service(&(*ss)[len(*ss)-1])
 	})
 }
 
@@ -174,41 +161,34 @@ func (d *jdec) service(s *Service) bool {
 		case "type":
 			return d.once(&seen, 1) && d.str(&s.Type)
 		case "port":
-			if !d.once(&seen, 2) {
-				return false
-			}
-			n, ok := d.int()
-			if !ok || n < 0 || n > 1<<16-1 {
-				return false
-			}
-			s.Port = uint16(n)
-			return true
+			return d.once(&seen, 2) && setInt(d, &s.Port)
 		}
 		return false
 	})
 }
 
-// upnp parses a UPnP description.
-func (d *jdec) upnp(u *UPnP) bool {
+// upnp parses a UPnP description into a new *u.
+func (d *jdec) upnp(u **UPnP) bool {
+	p := &UPnP{}
+	*u = p
 	var seen uint
 	return d.object(func(key []byte) bool {
 		switch string(key) {
 		case "friendly_name":
-			return d.once(&seen, 0) && d.str(&u.FriendlyName)
+			return d.once(&seen, 0) && d.str(&p.FriendlyName)
 		case "manufacturer":
-			return d.once(&seen, 1) && d.str(&u.Manufacturer)
+			return d.once(&seen, 1) && d.str(&p.Manufacturer)
 		case "model_name":
-			return d.once(&seen, 2) && d.str(&u.ModelName)
+			return d.once(&seen, 2) && d.str(&p.ModelName)
 		}
 		return false
 	})
 }
 
-// jdec is a cursor over a payload. Every method returns false when the
-// input is not on the fast path.
+// jdec is a JSONScanner over a payload that reads into fields. Every
+// method returns false when the input is not on the fast path.
 type jdec struct {
-	b      []byte
-	i      int
+	JSONScanner
 	recent [4]string // strings decoded lately, shared when repeated
 	slot   int
 }
@@ -223,104 +203,14 @@ func (d *jdec) once(seen *uint, bit uint) bool {
 	return true
 }
 
-// ws skips JSON whitespace.
-func (d *jdec) ws() {
-	i := d.i
-	for i < len(d.b) && (d.b[i] == ' ' || d.b[i] == '\t' || d.b[i] == '\n' || d.b[i] == '\r') {
-		i++
-	}
-	d.i = i
-}
-
-// end reports whether only whitespace is left.
-func (d *jdec) end() bool {
-	d.ws()
-	return d.i == len(d.b)
-}
-
-// next skips whitespace and reports whether the next byte is c,
-// consuming it if so.
-func (d *jdec) next(c byte) bool {
-	if d.i < len(d.b) && d.b[d.i] == c { // compact JSON: no whitespace
-		d.i++
-		return true
-	}
-	d.ws()
-	if d.i < len(d.b) && d.b[d.i] == c {
-		d.i++
-		return true
-	}
-	return false
-}
-
-// rawString returns the contents of a string without escapes or control
-// characters that is valid UTF-8 (so json.Unmarshal keeps it as is).
-func (d *jdec) rawString() ([]byte, bool) {
-	if !d.next('"') {
-		return nil, false
-	}
-	b, i := d.b, d.i
-	start := i
-	ascii := true
-	for ; i < len(b); i++ {
-		for i < len(b) && strClass[b[i]] == plain {
-			i++
-		}
-		if i >= len(b) {
-			return nil, false
-		}
-		switch strClass[b[i]] {
-		case quote:
-			d.i = i + 1
-			s := b[start:i]
-			if !ascii && !utf8.Valid(s) {
-				return nil, false
-			}
-			return s, true
-		case high:
-			ascii = false
-		default: // escape or control character
-			return nil, false
-		}
-	}
-	return nil, false
-}
-
-// Classes of bytes inside a JSON string.
-const (
-	plain   = 0 // stands for itself
-	quote   = 1 // ends the string
-	special = 2 // backslash or control character
-	high    = 4 // part of a multi-byte UTF-8 sequence
-)
-
-// strClass classifies every byte for rawString.
-var strClass = func() (c [256]uint8) {
-	for b := range c {
-		switch {
-		case b == '"':
-			c[b] = quote
-		case b == '\\' || b < 0x20:
-			c[b] = special
-		case b >= utf8.RuneSelf:
-			c[b] = high
-		}
-	}
-	return c
-}()
-
 // str parses a string into *s.
 func (d *jdec) str(s *string) bool {
-	b, ok := d.rawString()
-	if ok {
-		*s = d.intern(b)
+	b, ok := d.plainString()
+	if !ok {
+		return false
 	}
-	return ok
-}
-
-// keyString is a map key as a string.
-func (d *jdec) keyString(key []byte) (string, bool) {
-	return d.intern(key), true
+	*s = d.intern(b)
+	return true
 }
 
 // intern returns b as a string, sharing it with a constant or a string
@@ -383,101 +273,12 @@ func (d *jdec) strings(ss *[]string) bool {
 	})
 }
 
-// time parses a string with time.Time's UnmarshalJSON, as json.Unmarshal
-// does.
-func (d *jdec) time(t *time.Time) bool {
-	d.ws()
-	start := d.i
-	if _, ok := d.rawString(); !ok {
+// setInt parses an integer into *n, failing when it does not fit.
+func setInt[T int | int64 | uint16](d *jdec, n *T) bool {
+	var v int64
+	if !d.Int(&v) || int64(T(v)) != v {
 		return false
 	}
-	return t.UnmarshalJSON(d.b[start:d.i]) == nil
-}
-
-// bool parses true or false.
-func (d *jdec) bool(v *bool) bool {
-	d.ws()
-	switch {
-	case len(d.b)-d.i >= 4 && string(d.b[d.i:d.i+4]) == "true":
-		d.i += 4
-		*v = true
-	case len(d.b)-d.i >= 5 && string(d.b[d.i:d.i+5]) == "false":
-		d.i += 5
-		*v = false
-	default:
-		return false
-	}
+	*n = T(v)
 	return true
-}
-
-// int parses a plain JSON integer (no fraction or exponent) that fits an
-// int64.
-func (d *jdec) int() (int64, bool) {
-	d.ws()
-	neg := d.i < len(d.b) && d.b[d.i] == '-'
-	if neg {
-		d.i++
-	}
-	start := d.i
-	var n uint64
-	for d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9' {
-		n = n*10 + uint64(d.b[d.i]-'0')
-		d.i++
-		if d.i-start > 18 { // could overflow: leave it to encoding/json
-			return 0, false
-		}
-	}
-	digits := d.i - start
-	if digits == 0 || (digits > 1 && d.b[start] == '0') {
-		return 0, false
-	}
-	if d.i < len(d.b) {
-		if c := d.b[d.i]; c == '.' || c == 'e' || c == 'E' {
-			return 0, false
-		}
-	}
-	if neg {
-		return -int64(n), true
-	}
-	return int64(n), true
-}
-
-// object parses an object, calling member with each key (raw, without
-// escapes) positioned at its value.
-func (d *jdec) object(member func(key []byte) bool) bool {
-	if !d.next('{') {
-		return false
-	}
-	if d.next('}') {
-		return true
-	}
-	for {
-		key, ok := d.rawString()
-		if !ok || !d.next(':') || !member(key) {
-			return false
-		}
-		if d.next(',') {
-			continue
-		}
-		return d.next('}')
-	}
-}
-
-// array parses an array, calling elem positioned at each element.
-func (d *jdec) array(elem func() bool) bool {
-	if !d.next('[') {
-		return false
-	}
-	if d.next(']') {
-		return true
-	}
-	for {
-		if !elem() {
-			return false
-		}
-		if d.next(',') {
-			continue
-		}
-		return d.next(']')
-	}
 }
