@@ -15,8 +15,10 @@ import (
 )
 
 // Replay rebuilds every projection from src's log into a fresh database
-// at dstPath (which must not exist): it copies the log up to until (all
-// of it when until is zero), and, when src was compacted, starts from the
+// at dstPath (which must not exist). The whole of an uncompacted log
+// (until zero) is replayed by copying the database file and rebuilding
+// every projection over the copy from the first event. Otherwise it
+// copies the log up to until, and, when src was compacted, starts from the
 // newest snapshot at or before until that the copied log continues; then
 // it applies the rest of the log. The result is a complete database that
 // `jocasta serve` can open. An until before the first event gives an
@@ -31,6 +33,17 @@ func Replay(ctx context.Context, src *store.Store, dstPath string, until time.Ti
 		return fmt.Errorf("runner: replay into %s: %w", dstPath, ErrOutputExists)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("runner: replay into %s: %w", dstPath, err)
+	}
+	if until.IsZero() {
+		// The whole of an uncompacted log: copy the file in the kernel and
+		// rebuild the projections over the copy.
+		cloned, err := src.CloneUncompacted(dstPath)
+		if err != nil {
+			return fmt.Errorf("runner: replay: %w", err)
+		}
+		if cloned {
+			return rebuildClone(ctx, dstPath, projs, opts)
+		}
 	}
 	dst, err := store.Open(dstPath, store.Options{NoSync: true})
 	if err != nil {
@@ -77,6 +90,40 @@ func Replay(ctx context.Context, src *store.Store, dstPath string, until time.Ti
 		}
 		opts.setDefaults()
 		opts.Logf("replay: the log before seq %d was compacted; starting from the snapshot at seq %d (%s)", first, snap.Seq, snap.Time.Format(time.RFC3339))
+	}
+	r, err := New(dst, projs, opts)
+	if err != nil {
+		return err
+	}
+	if err := r.CatchUp(ctx); err != nil {
+		return err
+	}
+	return finish(dst, dstPath, &dst)
+}
+
+// rebuildClone turns a clone of the source database at dstPath into a
+// replay: it drops everything but the log (the source's projections,
+// checkpoints and snapshots) and rebuilds every projection from the
+// first event, taking snapshots where the runner takes them. On error
+// the output file is removed.
+func rebuildClone(ctx context.Context, dstPath string, projs []Projection, opts Options) (err error) {
+	dst, err := store.Open(dstPath, store.Options{NoSync: true})
+	if err != nil {
+		_ = os.Remove(dstPath)
+		return fmt.Errorf("runner: replay: %w", err)
+	}
+	defer func() {
+		if dst != nil {
+			if cerr := dst.Close(); err == nil && cerr != nil {
+				err = fmt.Errorf("runner: replay: %w", cerr)
+			}
+		}
+		if err != nil {
+			_ = os.Remove(dstPath)
+		}
+	}()
+	if err := dst.DB().Update(store.ResetToLogTx); err != nil {
+		return fmt.Errorf("runner: replay: %w", err)
 	}
 	r, err := New(dst, projs, opts)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/jocasta/jocasta/events"
 	"github.com/jocasta/jocasta/projections"
@@ -436,8 +437,10 @@ func TestReplayAfterCompaction(t *testing.T) {
 }
 
 // TestReplayWithSnapshotsBeforeCompaction replays a log that was never
-// compacted but holds retention.purged events, so the replay takes its
-// snapshots while the log is still being copied into the output.
+// compacted but holds retention.purged events, both ways an uncompacted
+// log is replayed: the whole of it (a clone of the file, rebuilt) and up
+// to a time (the log copied while it is applied, so snapshots are taken
+// before the copy of their event has committed).
 func TestReplayWithSnapshotsBeforeCompaction(t *testing.T) {
 	dir := t.TempDir()
 	l := startLive(t, filepath.Join(dir, "live.db"), inventory.RetentionOptions{Devices: 3 * 24 * time.Hour})
@@ -450,32 +453,62 @@ func TestReplayWithSnapshotsBeforeCompaction(t *testing.T) {
 	if err != nil || len(live) == 0 {
 		t.Fatalf("no snapshot in the live log (%v): the scenario must purge", err)
 	}
-	out := filepath.Join(dir, "replay.db")
-	if err := Replay(context.Background(), l.st, out, time.Time{}, []Projection{newInventory(t)}, Options{}); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(want, openDump(t, out)); diff != "" {
-		t.Errorf("replay differs from live (-live +replay):\n%s", diff)
-	}
-	st, err := store.Open(out, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	got, err := st.Snapshots()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != len(live) {
-		t.Fatalf("replay took %d snapshots, live %d", len(got), len(live))
-	}
-	for k := range got {
-		if got[k].Seq != live[k].Seq || got[k].Hash != live[k].Hash {
-			t.Errorf("snapshot %d: replay %d/%s, live %d/%s", k, got[k].Seq, got[k].Hash, live[k].Seq, live[k].Hash)
+	// Rows no projection of the replay owns: a replay drops them.
+	err = l.st.DB().Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucket([]byte("retired_projection"))
+		if err != nil {
+			return err
 		}
+		return b.Put([]byte("k"), []byte("v"))
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := st.Verify(context.Background(), nil); err != nil {
-		t.Errorf("verify the replayed log: %v", err)
+	for _, c := range []struct {
+		name  string
+		until time.Time
+	}{
+		{"whole log", time.Time{}},
+		{"until after the last event", t0.Add(365 * 24 * time.Hour)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "replay.db")
+			if err := Replay(context.Background(), l.st, out, c.until, []Projection{newInventory(t)}, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			if fi, err := os.Stat(out); err != nil || fi.Mode().Perm() != 0o600 {
+				t.Fatalf("output: %v, %v", fi, err)
+			}
+			if diff := cmp.Diff(want, openDump(t, out)); diff != "" {
+				t.Errorf("replay differs from live (-live +replay):\n%s", diff)
+			}
+			st, err := store.Open(out, store.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			got, err := st.Snapshots()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(live) {
+				t.Fatalf("replay took %d snapshots, live %d", len(got), len(live))
+			}
+			for k := range got {
+				if got[k].Seq != live[k].Seq || got[k].Hash != live[k].Hash {
+					t.Errorf("snapshot %d: replay %d/%s, live %d/%s", k, got[k].Seq, got[k].Hash, live[k].Seq, live[k].Hash)
+				}
+			}
+			if _, err := st.Verify(context.Background(), nil); err != nil {
+				t.Errorf("verify the replayed log: %v", err)
+			}
+			st.DB().View(func(tx *bolt.Tx) error {
+				if tx.Bucket([]byte("retired_projection")) != nil {
+					t.Error("the replay kept rows of the source that no projection rebuilt")
+				}
+				return nil
+			})
+		})
 	}
 	l.stop()
 }
