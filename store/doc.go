@@ -15,7 +15,10 @@
 // them back, and [Store.Compact] removes the events a snapshot covers.
 // [Store.CopyLog] copies the log, exactly, into an empty store (for
 // `jocasta replay`); [Store.CopyLogFunc] also hands the copied events,
-// decoded, to the caller, so a replay reads the log once. The store knows the envelope but no business rules,
+// decoded, to the caller, so a replay reads the log once.
+// [Store.CloneUncompacted] copies the whole file instead, and
+// [ResetToLogTx] empties such a copy down to its log, for the replay of a
+// whole uncompacted log. The store knows the envelope but no business rules,
 // and nothing of the bus: cmd connects [Store.OnCommit] to the doorbell.
 //
 // # File layout

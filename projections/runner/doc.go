@@ -43,8 +43,8 @@
 // Flush runs once per batch, before the checkpoints move.
 //
 // BenchmarkRebuild1M (1,000,000 events, the inventory) applies about
-// 220,000 events/s on two cores, BenchmarkReplay1M about 145,000 (see
-// docs/performance.md). Roughly a third of the CPU is reading and
+// 220,000 events/s on two cores, BenchmarkReplay1M about 200,000 with
+// GOGC=400 as an offline replay runs (see docs/performance.md). Roughly a third of the CPU is reading and
 // decoding, a third applying (with bbolt's writes), and a fifth the
 // garbage collector.
 //
@@ -58,11 +58,15 @@
 // removes the log behind the newest snapshot taken before the history
 // cutoff that every projection has passed, then deletes older snapshots.
 //
-// [Replay] copies the log into a fresh file (up to a time) and rebuilds
-// every projection there. A compacted log is continued from the newest
+// [Replay] rebuilds every projection into a fresh file. The whole of an
+// uncompacted log is replayed from a copy of the database file
+// (store.CloneUncompacted, a kernel file copy) reset to its log
+// (store.ResetToLogTx) and rebuilt from the first event. Otherwise it
+// copies the log into a fresh file (up to a time). A compacted log is continued from the newest
 // snapshot at or before that time; a time inside the compacted history is
 // an error wrapping [ErrCompacted] that names the earliest replayable
-// time. An uncompacted log is applied while it is being copied: the copy
+// time. An uncompacted log up to a time is applied while it is being
+// copied: the copy
 // (store.CopyLogFunc) hands over the events it decoded, so the log is
 // read once, and the batches are prepared while the one before is
 // applied. The output is a complete database that `jocasta serve` opens
