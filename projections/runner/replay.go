@@ -34,19 +34,21 @@ func Replay(ctx context.Context, src *store.Store, dstPath string, until time.Ti
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("runner: replay into %s: %w", dstPath, err)
 	}
+	cloned := false
 	if until.IsZero() {
-		// The whole of an uncompacted log: copy the file in the kernel and
-		// rebuild the projections over the copy.
-		cloned, err := src.CloneUncompacted(dstPath)
-		if err != nil {
+		// The whole of an uncompacted log: copy the file in the kernel,
+		// drop everything but the log (the source's projections,
+		// checkpoints and snapshots) and rebuild every projection from
+		// the first event.
+		if cloned, err = src.CloneUncompacted(dstPath); err != nil {
 			return fmt.Errorf("runner: replay: %w", err)
-		}
-		if cloned {
-			return rebuildClone(ctx, dstPath, projs, opts)
 		}
 	}
 	dst, err := store.Open(dstPath, store.Options{NoSync: true})
 	if err != nil {
+		if cloned {
+			_ = os.Remove(dstPath)
+		}
 		return fmt.Errorf("runner: replay: %w", err)
 	}
 	defer func() {
@@ -59,6 +61,19 @@ func Replay(ctx context.Context, src *store.Store, dstPath string, until time.Ti
 			_ = os.Remove(dstPath)
 		}
 	}()
+	if cloned {
+		if err := dst.DB().Update(store.ResetToLogTx); err != nil {
+			return fmt.Errorf("runner: replay: %w", err)
+		}
+		r, err := New(dst, projs, opts)
+		if err != nil {
+			return err
+		}
+		if err := r.CatchUp(ctx); err != nil {
+			return err
+		}
+		return finish(dst, dstPath, &dst)
+	}
 	if src.First() <= 1 {
 		// Nothing compacted: apply while the log is being copied.
 		if err := copyAndApply(ctx, src, dst, until, projs, opts); err != nil {
@@ -90,40 +105,6 @@ func Replay(ctx context.Context, src *store.Store, dstPath string, until time.Ti
 		}
 		opts.setDefaults()
 		opts.Logf("replay: the log before seq %d was compacted; starting from the snapshot at seq %d (%s)", first, snap.Seq, snap.Time.Format(time.RFC3339))
-	}
-	r, err := New(dst, projs, opts)
-	if err != nil {
-		return err
-	}
-	if err := r.CatchUp(ctx); err != nil {
-		return err
-	}
-	return finish(dst, dstPath, &dst)
-}
-
-// rebuildClone turns a clone of the source database at dstPath into a
-// replay: it drops everything but the log (the source's projections,
-// checkpoints and snapshots) and rebuilds every projection from the
-// first event, taking snapshots where the runner takes them. On error
-// the output file is removed.
-func rebuildClone(ctx context.Context, dstPath string, projs []Projection, opts Options) (err error) {
-	dst, err := store.Open(dstPath, store.Options{NoSync: true})
-	if err != nil {
-		_ = os.Remove(dstPath)
-		return fmt.Errorf("runner: replay: %w", err)
-	}
-	defer func() {
-		if dst != nil {
-			if cerr := dst.Close(); err == nil && cerr != nil {
-				err = fmt.Errorf("runner: replay: %w", cerr)
-			}
-		}
-		if err != nil {
-			_ = os.Remove(dstPath)
-		}
-	}()
-	if err := dst.DB().Update(store.ResetToLogTx); err != nil {
-		return fmt.Errorf("runner: replay: %w", err)
 	}
 	r, err := New(dst, projs, opts)
 	if err != nil {
