@@ -34,8 +34,9 @@ lint:
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
+# One package at a time (-p 1), so that benchmarks do not share the CPUs.
 bench: $(OUI)
-	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 60m ./...
+	$(GO) test -p 1 -run '^$$' -bench . -benchmem -count=1 -timeout 60m ./...
 	JOCASTA_CRASH_KILLS=200 $(GO) test -count=1 -run '^TestCrashKill$$' -timeout 30m ./store/
 
 # HTTP load from a separate process against serve with 10,000 devices.
