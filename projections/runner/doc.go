@@ -43,7 +43,7 @@
 // Flush runs once per batch, before the checkpoints move.
 //
 // BenchmarkRebuild1M (1,000,000 events, the inventory) applies about
-// 220,000 events/s on two cores, BenchmarkReplay1M about 200,000 with
+// 240,000 events/s on two cores, BenchmarkReplay1M about 190,000 with
 // GOGC=400 as an offline replay runs (see docs/performance.md). Roughly a third of the CPU is reading and
 // decoding, a third applying (with bbolt's writes), and a fifth the
 // garbage collector.
