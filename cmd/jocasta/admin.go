@@ -104,7 +104,13 @@ type core struct {
 	// projs are every projection, for replay.
 	projs func() []runner.Projection
 	now   func() time.Time
+	// progress reports long work (a replay): the daemon's log in serve,
+	// standard error for a command alone; nil says nothing.
+	progress func(format string, args ...any)
 }
+
+// replayProgressEvery is how often a replay reports how far it got.
+var replayProgressEvery = 2 * time.Second
 
 func (c *core) appendAndWait(ctx context.Context, evs ...events.Envelope) ([]events.Envelope, error) {
 	out, err := c.st.Append(ctx, evs...)
@@ -315,7 +321,18 @@ func (c *core) Replay(ctx context.Context, req replayReq) (replayResp, error) {
 	if fi, err := os.Stat(filepath.Dir(req.Output)); err != nil || !fi.IsDir() {
 		return replayResp{}, userErrorf("the directory of --output %s does not exist; create it first or choose another path", req.Output)
 	}
-	if err := runner.Replay(ctx, c.st, req.Output, req.Until, c.projs(), runner.Options{}); err != nil {
+	var opts runner.Options
+	if c.progress != nil {
+		head, last := c.st.Head(), time.Now()
+		opts.OnApplied = func(seq uint64) {
+			if time.Since(last) < replayProgressEvery {
+				return
+			}
+			last = time.Now()
+			c.progress("replay: %d of %d events applied (%d%%)", seq, head, seq*100/max(head, 1))
+		}
+	}
+	if err := runner.Replay(ctx, c.st, req.Output, req.Until, c.projs(), opts); err != nil {
 		return replayResp{}, err
 	}
 	dst, err := store.Open(req.Output, store.Options{})

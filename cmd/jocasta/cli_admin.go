@@ -34,6 +34,7 @@ func openAdmin(e *env, cfgPath string) (a admin, close func() error, err error) 
 	if err != nil {
 		return nil, nil, err
 	}
+	c.progress = func(format string, args ...any) { fmt.Fprintf(e.stderr, format+"\n", args...) }
 	return c, c.Close, nil
 }
 

@@ -617,3 +617,22 @@ func TestConfigWarnings(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayProgress: a replay run alone reports how far it got on
+// standard error.
+func TestReplayProgress(t *testing.T) {
+	prev := replayProgressEvery
+	replayProgressEvery = 0
+	t.Cleanup(func() { replayProgressEvery = prev })
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, noSweeps)
+	for _, name := range []string{"a", "b"} {
+		if code, _, stderr := cli(t, "", "token", "create", "--config", cfg, "--name", name, "--mode", "read", "--expires", "never"); code != 0 {
+			t.Fatal(stderr)
+		}
+	}
+	code, _, stderr := cli(t, "", "replay", "--config", cfg, "--output", filepath.Join(dir, "r.db"))
+	if code != exitOK || !strings.Contains(stderr, "replay: 2 of 2 events applied (100%)") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}

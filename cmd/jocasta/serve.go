@@ -128,6 +128,8 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 		return err
 	}
 	c := &core{st: st, run: run, access: set.access, inv: set.inv, now: now, sync: run.WaitFor}
+	rlog := log.With().Str("component", "replay").Logger()
+	c.progress = func(format string, args ...any) { rlog.Info().Msgf(format, args...) }
 	c.projs = func() []runner.Projection {
 		fresh, _ := newProjections(cfg, vendors, now)
 		return fresh.list()
