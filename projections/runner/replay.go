@@ -52,59 +52,34 @@ func Replay(ctx context.Context, src *store.Store, dstPath string, until time.Ti
 		return fmt.Errorf("runner: replay: %w", err)
 	}
 	defer func() {
-		if dst != nil {
-			if cerr := dst.Close(); err == nil && cerr != nil {
-				err = fmt.Errorf("runner: replay: %w", cerr)
-			}
+		if cerr := dst.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("runner: replay: %w", cerr)
 		}
 		if err != nil {
 			_ = os.Remove(dstPath)
 		}
 	}()
-	if cloned {
+	switch {
+	case cloned:
 		if err := dst.DB().Update(store.ResetToLogTx); err != nil {
 			return fmt.Errorf("runner: replay: %w", err)
 		}
-		r, err := New(dst, projs, opts)
-		if err != nil {
-			return err
-		}
-		if err := r.CatchUp(ctx); err != nil {
-			return err
-		}
-		return finish(dst, dstPath, &dst)
-	}
-	if src.First() <= 1 {
-		// Nothing compacted: apply while the log is being copied.
+	case src.First() <= 1:
+		// Nothing compacted, up to a time: apply while the log is being
+		// copied.
 		if err := copyAndApply(ctx, src, dst, until, projs, opts); err != nil {
 			return err
 		}
-		return finish(dst, dstPath, &dst)
-	}
-	if _, err := src.CopyLog(dst, until); err != nil {
-		return fmt.Errorf("runner: replay: %w", err)
-	}
-	if first := dst.First(); first > 1 {
-		snap, err := replayBase(src, dst, until)
-		if err != nil {
-			return err
+		return syncOutput(dst, dstPath)
+	default:
+		if _, err := src.CopyLog(dst, until); err != nil {
+			return fmt.Errorf("runner: replay: %w", err)
 		}
-		err = dst.DB().Update(func(tx *bolt.Tx) error {
-			if err := store.RestoreSnapshotTx(tx, snap); err != nil {
+		if first := dst.First(); first > 1 {
+			if err := restoreBase(src, dst, until, projs, opts); err != nil {
 				return err
 			}
-			for _, p := range projs {
-				if err := store.SetCheckpoint(tx, p.Name(), snap.Seq); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("runner: replay: restore snapshot %d: %w", snap.Seq, err)
 		}
-		opts.setDefaults()
-		opts.Logf("replay: the log before seq %d was compacted; starting from the snapshot at seq %d (%s)", first, snap.Seq, snap.Time.Format(time.RFC3339))
 	}
 	r, err := New(dst, projs, opts)
 	if err != nil {
@@ -113,18 +88,41 @@ func Replay(ctx context.Context, src *store.Store, dstPath string, until time.Ti
 	if err := r.CatchUp(ctx); err != nil {
 		return err
 	}
-	return finish(dst, dstPath, &dst)
+	return syncOutput(dst, dstPath)
 }
 
-// finish syncs and closes the output, clearing *owner so the deferred
-// cleanup leaves it alone.
-func finish(dst *store.Store, dstPath string, owner **store.Store) error {
+// restoreBase starts a replay of a compacted log copied into dst from
+// the snapshot the copy continues: its buckets, and every projection's
+// checkpoint at its seq.
+func restoreBase(src, dst *store.Store, until time.Time, projs []Projection, opts Options) error {
+	snap, err := replayBase(src, dst, until)
+	if err != nil {
+		return err
+	}
+	err = dst.DB().Update(func(tx *bolt.Tx) error {
+		if err := store.RestoreSnapshotTx(tx, snap); err != nil {
+			return err
+		}
+		for _, p := range projs {
+			if err := store.SetCheckpoint(tx, p.Name(), snap.Seq); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("runner: replay: restore snapshot %d: %w", snap.Seq, err)
+	}
+	opts.setDefaults()
+	opts.Logf("replay: the log before seq %d was compacted; starting from the snapshot at seq %d (%s)", dst.First(), snap.Seq, snap.Time.Format(time.RFC3339))
+	return nil
+}
+
+// syncOutput makes the finished output durable (it was written without
+// fsync); the deferred cleanup closes it.
+func syncOutput(dst *store.Store, dstPath string) error {
 	if err := dst.DB().Sync(); err != nil {
 		return fmt.Errorf("runner: replay: sync %s: %w", dstPath, err)
-	}
-	*owner = nil
-	if err := dst.Close(); err != nil {
-		return fmt.Errorf("runner: replay: %w", err)
 	}
 	return nil
 }
