@@ -366,6 +366,7 @@ func (s *sweep) record(t *target, off uint32, ip netip.Addr, mac net.HardwareAdd
 		s.pace.Answered()
 	}
 	if s.params.Found != nil {
-		s.params.Found(Reply{IP: ip, MAC: slices.Clone(mac), Network: t.Prefix, Interface: t.link.Name, Local: local})
+		r.MAC = slices.Clone(mac) // the callee may keep it
+		s.params.Found(r)
 	}
 }

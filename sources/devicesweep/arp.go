@@ -39,6 +39,7 @@ type echoer interface {
 // sweepPlan says how each network of one sweep is swept.
 type sweepPlan struct {
 	targets []arpsweep.Target // ARP, when arp is set
+	arpNets []netip.Prefix    // the targets' prefixes
 	icmp    []netip.Prefix    // ICMP, in configuration order
 	arp     arpSweeper
 	modes   map[netip.Prefix]string
@@ -67,14 +68,15 @@ func (s *Sweeper) plan() sweepPlan {
 		case lerr != nil:
 			p.modes[n] = fmt.Sprintf("ICMP sweep (ARP: %v)", lerr)
 		default:
-			tg, ok := arpsweep.TargetFor(links, n)
-			if !ok {
-				p.modes[n] = "ICMP sweep (not wholly on a local link)"
+			if tg, ok := arpsweep.TargetFor(links, n); ok {
+				p.targets = append(p.targets, tg)
+				p.arpNets = append(p.arpNets, n)
+				p.modes[n] = fmt.Sprintf("ARP sweep on %s from %v, ICMP echo to the hosts that answer", tg.Link.Name, tg.Source.Addr())
 				continue
 			}
-			p.targets = append(p.targets, tg)
-			p.modes[n] = fmt.Sprintf("ARP sweep on %s from %v, ICMP echo to the hosts that answer", tg.Link.Name, tg.Source.Addr())
+			p.modes[n] = "ICMP sweep (not wholly on a local link)"
 		}
+		p.icmp = append(p.icmp, n)
 	}
 	if len(p.targets) > 0 {
 		var used []arpsweep.Link
@@ -85,22 +87,16 @@ func (s *Sweeper) plan() sweepPlan {
 		}
 		a, err := s.openARPFn()(used)
 		if err != nil {
-			for _, tg := range p.targets {
-				p.modes[tg.Prefix] = fmt.Sprintf("ICMP sweep (%v)", err)
+			for _, n := range p.arpNets {
+				p.modes[n] = fmt.Sprintf("ICMP sweep (%v)", err)
 			}
-			p.targets = nil
+			p.targets, p.arpNets = nil, nil
+			p.icmp = slices.Clone(s.networks) // every network, in order
 		} else {
 			p.arp = a
 		}
 	}
-	arp := map[netip.Prefix]bool{}
-	for _, tg := range p.targets {
-		arp[tg.Prefix] = true
-	}
 	for _, n := range s.networks {
-		if !arp[n] {
-			p.icmp = append(p.icmp, n)
-		}
 		if s.modes[n] != p.modes[n] {
 			s.cfg.infof("devicesweep: %v: %s", n, p.modes[n])
 		}
@@ -173,11 +169,7 @@ type arpOutcome struct {
 // one (a socket failure, ctx.Err()).
 func (s *Sweeper) runARP(ctx context.Context, p sweepPlan) (arpOutcome, icmpsweep.Result, error) {
 	var out arpOutcome
-	arpTargets := make([]netip.Prefix, 0, len(p.targets))
-	for _, tg := range p.targets {
-		arpTargets = append(arpTargets, tg.Prefix)
-	}
-	arpRate, icmpRate := splitRate(s.cfg.Rate, arpTargets, p.icmp)
+	arpRate, icmpRate := splitRate(s.cfg.Rate, p.arpNets, p.icmp)
 
 	var echoes []echoer
 	for range echoWorkers {
@@ -199,7 +191,7 @@ func (s *Sweeper) runARP(ctx context.Context, p sweepPlan) (arpOutcome, icmpswee
 	sweepCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	pr := &echoProber{
-		params: icmpsweep.Params{Rate: s.cfg.Rate, Rounds: s.cfg.Rounds, Wait: s.cfg.Wait},
+		params: s.cfg.params(),
 		wake:   make(chan struct{}, 1),
 		rtt:    map[netip.Addr]time.Duration{},
 	}

@@ -300,11 +300,7 @@ func (s *Sweeper) Run(ctx context.Context) (*sources.Sweep, error) {
 		return finish(err)
 	}
 
-	var arpNets []netip.Prefix
-	for _, tg := range p.targets {
-		arpNets = append(arpNets, tg.Prefix)
-	}
-	if nerr := s.addNeighbours(sw, byIP, arpMACs, arpNets, start); nerr != nil {
+	if nerr := s.addNeighbours(sw, byIP, arpMACs, p.arpNets, start); nerr != nil {
 		sw.Errors = append(sw.Errors, nerr.Error())
 	}
 	slices.SortFunc(sw.Hosts, func(a, b *sources.Host) int { return a.IP.Compare(b.IP) })
