@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -66,11 +67,18 @@ func (s *server) listDevices(w http.ResponseWriter, r *http.Request) error {
 
 // device looks up the {id} of the request; an unknown id is a 404.
 func (s *server) device(r *http.Request) (projections.Device, error) {
+	return lookupDevice(r, s.inv.Device)
+}
+
+// lookupDevice reads the {id} of the request with read (the typed device
+// or its encoded document); an unknown id is a 404.
+func lookupDevice[T any](r *http.Request, read func(ctx context.Context, id string) (T, error)) (T, error) {
 	id, err := deviceID(r)
 	if err != nil {
-		return projections.Device{}, err
+		var zero T
+		return zero, err
 	}
-	d, err := s.inv.Device(r.Context(), id)
+	d, err := read(r.Context(), id)
 	if errors.Is(err, projections.ErrNotFound) {
 		return d, errDeviceNotFound(id)
 	}
@@ -85,16 +93,9 @@ func (s *server) getDevice(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if raw, ok := s.inv.(DeviceJSONReader); ok {
-		id, err := deviceID(r)
+		b, err := lookupDevice(r, raw.DeviceJSON)
 		if err != nil {
 			return err
-		}
-		b, err := raw.DeviceJSON(r.Context(), id)
-		if errors.Is(err, projections.ErrNotFound) {
-			return errDeviceNotFound(id)
-		}
-		if err != nil {
-			return fmt.Errorf("httpapi: reading device %s: %w", id, err)
 		}
 		writeBody(w, r, http.StatusOK, contentTypeJSON, b)
 		return nil

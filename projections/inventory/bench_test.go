@@ -12,20 +12,38 @@ import (
 	"github.com/jocasta/jocasta/projections"
 )
 
+// benchClients runs 50 concurrent clients (25 × GOMAXPROCS 2). Each
+// client gets its own call from newClient and makes it with the number of
+// calls it made before; an error fails the benchmark.
+func benchClients(b *testing.B, newClient func() func(n int) error) {
+	b.SetParallelism(25)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		call := newClient()
+		for n := 0; pb.Next(); n++ {
+			if err := call(n); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// benchQueries are the q= values the search benchmarks cycle through.
+var benchQueries = []string{"host-12", "apple", "10.0.3", "3c:22:fb:00:1", "nothing-matches"}
+
 // BenchmarkListDevices10k: GET /api/devices?limit=100 over 10,000
 // devices, default sort, 50 concurrent clients.
 func BenchmarkListDevices10k(b *testing.B) {
 	h := fleet(b, 10000)
 	ctx := context.Background()
-	b.SetParallelism(25) // × GOMAXPROCS 2 = 50 clients
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
+	benchClients(b, func() func(int) error {
+		return func(int) error {
 			p, err := h.inv.ListDevices(ctx, projections.DeviceFilter{Limit: 100})
-			if err != nil || len(p.Items) != 100 {
-				b.Fatal(err)
+			if err == nil && len(p.Items) != 100 {
+				err = fmt.Errorf("%d items, want 100", len(p.Items))
 			}
+			return err
 		}
 	})
 }
@@ -48,17 +66,10 @@ func BenchmarkListDevicesSorted10k(b *testing.B) {
 func BenchmarkQ10k(b *testing.B) {
 	h := fleet(b, 10000)
 	ctx := context.Background()
-	qs := []string{"host-12", "apple", "10.0.3", "3c:22:fb:00:1", "nothing-matches"}
-	b.SetParallelism(25)
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		n := 0
-		for pb.Next() {
-			if _, err := h.inv.ListDevices(ctx, projections.DeviceFilter{Limit: 100, Q: qs[n%len(qs)]}); err != nil {
-				b.Fatal(err)
-			}
-			n++
+	benchClients(b, func() func(int) error {
+		return func(n int) error {
+			_, err := h.inv.ListDevices(ctx, projections.DeviceFilter{Limit: 100, Q: benchQueries[n%len(benchQueries)]})
+			return err
 		}
 	})
 }
@@ -68,16 +79,10 @@ func BenchmarkDevice(b *testing.B) {
 	h := fleet(b, 10000)
 	ctx := context.Background()
 	all := h.devicesAll()
-	b.SetParallelism(25)
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		n := 0
-		for pb.Next() {
-			if _, err := h.inv.Device(ctx, all[n%len(all)].ID); err != nil {
-				b.Fatal(err)
-			}
-			n++
+	benchClients(b, func() func(int) error {
+		return func(n int) error {
+			_, err := h.inv.Device(ctx, all[n%len(all)].ID)
+			return err
 		}
 	})
 }

@@ -67,15 +67,23 @@ func deviceIndexKey(id string, ck []byte) []byte {
 
 // rowWithHeader prefixes js with time and a short tag (kind or source).
 func rowWithHeader(t time.Time, tag string, js []byte) []byte {
+	return append(appendRowHeader(make([]byte, 0, rowHeaderLen(tag)+len(js)), t, tag), js...)
+}
+
+// rowHeaderLen is the length of the header appendRowHeader writes.
+func rowHeaderLen(tag string) int { return timeKeyLen + 1 + min(len(tag), 255) }
+
+// appendRowHeader appends the header rowWithHeader puts before the JSON:
+// the time, then the tag (cut to 255 bytes) and its length.
+func appendRowHeader(b []byte, t time.Time, tag string) []byte {
 	if len(tag) > 255 {
 		tag = tag[:255]
 	}
-	v := make([]byte, timeKeyLen+1+len(tag)+len(js))
-	putTime(v, t)
-	v[timeKeyLen] = byte(len(tag))
-	copy(v[timeKeyLen+1:], tag)
-	copy(v[timeKeyLen+1+len(tag):], js)
-	return v
+	n := len(b)
+	b = append(b, make([]byte, timeKeyLen)...)
+	putTime(b[n:], t)
+	b = append(b, byte(len(tag)))
+	return append(b, tag...)
 }
 
 // splitRow parses a row written by rowWithHeader.
@@ -160,18 +168,11 @@ const scanKeyLen = timeKeyLen + 8
 func scanRow(seq uint64, s projections.Scan) (key, row []byte) {
 	// The key, then rowWithHeader(s.Started, s.Source, json), in one
 	// allocation.
-	tag := s.Source
-	if len(tag) > 255 {
-		tag = tag[:255]
-	}
-	buf := make([]byte, scanKeyLen+timeKeyLen+1+len(tag), scanKeyLen+timeKeyLen+1+len(tag)+320)
+	buf := make([]byte, scanKeyLen, scanKeyLen+rowHeaderLen(s.Source)+320)
 	k := buf[:scanKeyLen:scanKeyLen]
 	putTime(k, s.Finished)
 	binary.BigEndian.PutUint64(k[timeKeyLen:], seq)
-	row = buf[scanKeyLen:]
-	putTime(row, s.Started)
-	row[timeKeyLen] = byte(len(tag))
-	copy(row[timeKeyLen+1:], tag)
+	row = appendRowHeader(buf[scanKeyLen:], s.Started, s.Source)
 	return k, appendScanJSON(row, &s)
 }
 

@@ -78,15 +78,16 @@ type evidenceSet struct {
 	Watched   evid `json:"watched,omitzero"`
 }
 
-// fields lists the evidence under its API field names.
-func (e *evidenceSet) fields() []struct {
+// evidenceField is one field of an evidenceSet under its API name.
+type evidenceField struct {
 	name string
 	ev   *evid
-} {
-	return []struct {
-		name string
-		ev   *evid
-	}{
+}
+
+// fields lists the evidence under its API field names, in declaration
+// order (an array, so listing allocates nothing).
+func (e *evidenceSet) fields() [14]evidenceField {
+	return [14]evidenceField{
 		{"name", &e.Name}, {"mac", &e.MAC}, {"addresses", &e.Addresses}, {"last_seen", &e.LastSeen},
 		{"presence", &e.Presence}, {"ports", &e.Ports}, {"services", &e.Services}, {"upnp", &e.UPnP},
 		{"label", &e.Label}, {"group", &e.Group}, {"type", &e.Type}, {"notes", &e.Notes},

@@ -2,9 +2,10 @@ package inventory
 
 import (
 	"encoding/json"
-	"slices"
 	"strconv"
 	"time"
+
+	"github.com/jocasta/jocasta/projections"
 )
 
 // encodeDeviceRow encodes the stored row of d: byte for byte
@@ -29,12 +30,8 @@ func encodeDeviceRow(d *device, buf []byte) ([]byte, error) {
 	}
 	if len(d.Names) > 0 {
 		b = append(b, `,"names":{`...)
-		keys := make([]string, 0, len(d.Names))
-		for k := range d.Names {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for n, k := range keys {
+		var srcs [8]string
+		for n, k := range appendKeys(srcs[:0], d.Names) {
 			if n > 0 {
 				b = append(b, ',')
 			}
@@ -77,49 +74,30 @@ func encodeDeviceRow(d *device, buf []byte) ([]byte, error) {
 	b = append(b, `,"last_seen":`...)
 	b = appendJSONTime(b, d.LastSeen)
 	b = append(b, `,"addresses":`...)
-	if d.Addrs == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for n, a := range d.Addrs {
-			if n > 0 {
-				b = append(b, ',')
-			}
-			b = appendAddrRec(b, a)
-		}
-		b = append(b, ']')
-	}
+	b = appendJSONArray(b, d.Addrs, appendAddrRec)
 	if len(d.Ports) > 0 {
-		b = append(b, `,"ports":[`...)
-		for n, p := range d.Ports {
-			if n > 0 {
-				b = append(b, ',')
-			}
+		b = append(b, `,"ports":`...)
+		b = appendJSONArray(b, d.Ports, func(b []byte, p portRec) []byte {
 			b = append(b, `{"port":`...)
 			b = strconv.AppendUint(b, uint64(p.Port), 10)
 			b = append(b, `,"first_seen":`...)
 			b = appendJSONTime(b, p.FirstSeen)
 			b = append(b, `,"last_seen":`...)
 			b = appendJSONTime(b, p.LastSeen)
-			b = append(b, '}')
-		}
-		b = append(b, ']')
+			return append(b, '}')
+		})
 	}
 	if len(d.Services) > 0 {
-		b = append(b, `,"services":[`...)
-		for n, s := range d.Services {
-			if n > 0 {
-				b = append(b, ',')
-			}
+		b = append(b, `,"services":`...)
+		b = appendJSONArray(b, d.Services, func(b []byte, s projections.Service) []byte {
 			b = append(b, `{"instance":`...)
 			b = appendJSONString(b, s.Instance)
 			b = append(b, `,"type":`...)
 			b = appendJSONString(b, s.Type)
 			b = append(b, `,"port":`...)
 			b = strconv.AppendUint(b, uint64(s.Port), 10)
-			b = append(b, '}')
-		}
-		b = append(b, ']')
+			return append(b, '}')
+		})
 	}
 	if u := d.UPnP; u != nil {
 		b = append(b, `,"upnp":{`...)
@@ -142,7 +120,7 @@ func encodeDeviceRow(d *device, buf []byte) ([]byte, error) {
 	}
 	b = append(b, `,"evidence":{`...)
 	sep := ""
-	for _, f := range evidenceFields(&d.Evidence) {
+	for _, f := range d.Evidence.fields() {
 		e := f.ev
 		if e.Source == "" && e.Actor == "" && e.Time == (time.Time{}) {
 			continue // omitzero
@@ -214,27 +192,10 @@ func (d *device) timesEncodable() bool {
 			return false
 		}
 	}
-	for _, f := range evidenceFields(&d.Evidence) {
+	for _, f := range d.Evidence.fields() {
 		if !ok(f.ev.Time) {
 			return false
 		}
 	}
 	return true
-}
-
-// evidenceField is one field of an evidenceSet with its JSON name.
-type evidenceField struct {
-	name string
-	ev   *evid
-}
-
-// evidenceFields lists e's fields in declaration order, under their JSON
-// names, as an array (evidenceSet.fields allocates a slice).
-func evidenceFields(e *evidenceSet) [14]evidenceField {
-	return [14]evidenceField{
-		{"name", &e.Name}, {"mac", &e.MAC}, {"addresses", &e.Addresses}, {"last_seen", &e.LastSeen},
-		{"presence", &e.Presence}, {"ports", &e.Ports}, {"services", &e.Services}, {"upnp", &e.UPnP},
-		{"label", &e.Label}, {"group", &e.Group}, {"type", &e.Type}, {"notes", &e.Notes},
-		{"ignored", &e.Ignored}, {"watched", &e.Watched},
-	}
 }

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/jocasta/jocasta/projections"
@@ -12,16 +13,15 @@ import (
 func BenchmarkListDevicesJSON10k(b *testing.B) {
 	h := fleet(b, 10000)
 	ctx := context.Background()
-	b.SetParallelism(25) // × GOMAXPROCS 2 = 50 clients
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
+	benchClients(b, func() func(int) error {
 		var buf []byte
-		for pb.Next() {
+		return func(int) error {
 			var err error
-			if buf, _, err = h.inv.AppendDevicesJSON(ctx, buf[:0], projections.DeviceFilter{Limit: 100}); err != nil || len(buf) < 100*500 {
-				b.Fatal(err)
+			buf, _, err = h.inv.AppendDevicesJSON(ctx, buf[:0], projections.DeviceFilter{Limit: 100})
+			if err == nil && len(buf) < 100*500 {
+				err = fmt.Errorf("%d bytes for 100 devices", len(buf))
 			}
+			return err
 		}
 	})
 }
@@ -31,19 +31,12 @@ func BenchmarkListDevicesJSON10k(b *testing.B) {
 func BenchmarkQJSON10k(b *testing.B) {
 	h := fleet(b, 10000)
 	ctx := context.Background()
-	qs := []string{"host-12", "apple", "10.0.3", "3c:22:fb:00:1", "nothing-matches"}
-	b.SetParallelism(25)
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
+	benchClients(b, func() func(int) error {
 		var buf []byte
-		n := 0
-		for pb.Next() {
+		return func(n int) error {
 			var err error
-			if buf, _, err = h.inv.AppendDevicesJSON(ctx, buf[:0], projections.DeviceFilter{Limit: 100, Q: qs[n%len(qs)]}); err != nil {
-				b.Fatal(err)
-			}
-			n++
+			buf, _, err = h.inv.AppendDevicesJSON(ctx, buf[:0], projections.DeviceFilter{Limit: 100, Q: benchQueries[n%len(benchQueries)]})
+			return err
 		}
 	})
 }
@@ -70,16 +63,10 @@ func BenchmarkDeviceJSON(b *testing.B) {
 	h := fleet(b, 10000)
 	ctx := context.Background()
 	all := h.devicesAll()
-	b.SetParallelism(25)
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		n := 0
-		for pb.Next() {
-			if _, err := h.inv.DeviceJSON(ctx, all[n%len(all)].ID); err != nil {
-				b.Fatal(err)
-			}
-			n++
+	benchClients(b, func() func(int) error {
+		return func(n int) error {
+			_, err := h.inv.DeviceJSON(ctx, all[n%len(all)].ID)
+			return err
 		}
 	})
 }

@@ -38,15 +38,21 @@ func appendScanJSON(b []byte, s *projections.Scan) []byte {
 }
 
 func appendJSONStrings(b []byte, ss []string) []byte {
-	if ss == nil {
+	return appendJSONArray(b, ss, appendJSONString)
+}
+
+// appendJSONArray appends items as json.Marshal writes a slice (null when
+// nil), each encoded by appendItem.
+func appendJSONArray[T any](b []byte, items []T, appendItem func([]byte, T) []byte) []byte {
+	if items == nil {
 		return append(b, "null"...)
 	}
 	b = append(b, '[')
-	for i, s := range ss {
+	for i, it := range items {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, s)
+		b = appendItem(b, it)
 	}
 	return append(b, ']')
 }
