@@ -17,27 +17,25 @@ import "time"
 func fastDecode(p []byte, dst any) bool {
 	switch dst := dst.(type) {
 	case *SweepCompleted:
-		if !dst.isZero() {
-			return false
-		}
-		var v SweepCompleted
-		if !decodeSweepCompleted(p, &v) {
-			return false
-		}
-		*dst = v
-		return true
+		return fastInto(p, dst, dst.isZero(), decodeSweepCompleted)
 	case *ClockTicked:
-		if *dst != (ClockTicked{}) {
-			return false
-		}
-		var v ClockTicked
-		if !decodeClockTicked(p, &v) {
-			return false
-		}
-		*dst = v
-		return true
+		return fastInto(p, dst, *dst == ClockTicked{}, decodeClockTicked)
 	}
 	return false
+}
+
+// fastInto decodes p into *dst with decode when dst is zero, leaving *dst
+// untouched unless decode succeeds.
+func fastInto[T any](p []byte, dst *T, zero bool, decode func([]byte, *T) bool) bool {
+	if !zero {
+		return false
+	}
+	var v T
+	if !decode(p, &v) {
+		return false
+	}
+	*dst = v
+	return true
 }
 
 func (p *SweepCompleted) isZero() bool {

@@ -185,3 +185,33 @@ func BenchmarkDecodeSweep(b *testing.B) {
 		}
 	})
 }
+
+// TestSweepCompletedIsZero: isZero sees every field, so a destination with
+// any field set is left to json.Unmarshal to merge into.
+func TestSweepCompletedIsZero(t *testing.T) {
+	if !(&SweepCompleted{}).isZero() {
+		t.Fatal("zero SweepCompleted: isZero false")
+	}
+	typ := reflect.TypeFor[SweepCompleted]()
+	for i := range typ.NumField() {
+		var v SweepCompleted
+		f := reflect.ValueOf(&v).Elem().Field(i)
+		switch f.Kind() {
+		case reflect.Slice:
+			f.Set(reflect.MakeSlice(f.Type(), 0, 0))
+		case reflect.Struct: // time.Time
+			f.Set(reflect.ValueOf(time.Unix(0, 0)))
+		case reflect.String:
+			f.SetString("x")
+		case reflect.Int:
+			f.SetInt(1)
+		case reflect.Bool:
+			f.SetBool(true)
+		default:
+			t.Fatalf("field %s: kind %s not covered by this test", typ.Field(i).Name, f.Kind())
+		}
+		if v.isZero() {
+			t.Errorf("isZero ignores field %s", typ.Field(i).Name)
+		}
+	}
+}

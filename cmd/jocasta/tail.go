@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jocasta/jocasta/cmd/internal/config"
+	"github.com/jocasta/jocasta/events"
 	"github.com/jocasta/jocasta/store"
 )
 
@@ -30,10 +31,14 @@ func followLog(ctx context.Context, cfg *config.Config, from uint64, w io.Writer
 	sw := &seqWriter{w: w, next: from}
 	for ctx.Err() == nil {
 		if s, ok := dialControl(cfg.SocketPath()); ok {
-			if err := s.LogTail(ctx, tailReq{From: sw.next}, sw); err != nil && ctx.Err() == nil && sw.err != nil {
+			err := s.LogTail(ctx, tailReq{From: sw.next}, sw)
+			// A stream that ended cleanly leaves its connection idle in
+			// this client's pool, which the next round does not use.
+			s.client.CloseIdleConnections()
+			if err != nil && ctx.Err() == nil && sw.err != nil {
 				return sw.err // stdout is gone
 			}
-		} else if err := readNew(cfg, sw); err != nil {
+		} else if err := readNew(ctx, cfg, sw); err != nil {
 			return err
 		}
 		select {
@@ -47,7 +52,7 @@ func followLog(ctx context.Context, cfg *config.Config, from uint64, w io.Writer
 // readNew opens the database, writes the events from sw.next to the head
 // and closes it. A database held by another process is left for the next
 // poll.
-func readNew(cfg *config.Config, sw *seqWriter) error {
+func readNew(ctx context.Context, cfg *config.Config, sw *seqWriter) error {
 	st, err := openStoreWithin(cfg, tailLockTimeout)
 	if errors.Is(err, store.ErrLocked) {
 		return nil
@@ -60,20 +65,11 @@ func readNew(cfg *config.Config, sw *seqWriter) error {
 		sw.next = st.Head() + 1
 	}
 	enc := json.NewEncoder(sw)
-	for {
-		evs, err := st.Read(sw.next, 1000)
-		if err != nil {
-			return err
-		}
-		for _, e := range evs {
-			if err := enc.Encode(e); err != nil {
-				return err
-			}
-		}
-		if len(evs) < 1000 {
-			return nil
-		}
+	err = st.Scan(ctx, sw.next, func(e events.Envelope) error { return enc.Encode(e) })
+	if ctx.Err() != nil {
+		return nil // the tail ends
 	}
+	return err
 }
 
 // seqWriter passes JSON lines of events through and remembers the seq
