@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/jocasta/jocasta/sources/resolve/onlink"
 	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
-	"sync"
 	"time"
+
+	"github.com/jocasta/jocasta/sources/internal/fanout"
+	"github.com/jocasta/jocasta/sources/resolve/onlink"
 
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
@@ -96,22 +97,10 @@ func (r *Resolver) Enrich(ctx context.Context, hosts []*sources.Host) error {
 		err  error
 	}
 	results := make([]result, len(targets))
-	sem := make(chan struct{}, r.concurrency)
-	var wg sync.WaitGroup
-launch:
-	for i, h := range targets {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			break launch
-		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			name, err := r.lookup(ctx, ls, h.IP)
-			results[i] = result{name, err}
-		})
-	}
-	wg.Wait()
+	fanout.Each(ctx, len(targets), r.concurrency, func(i int) {
+		name, err := r.lookup(ctx, ls, targets[i].IP)
+		results[i] = result{name, err}
+	})
 
 	var (
 		failed int

@@ -8,8 +8,9 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"sync"
 	"time"
+
+	"github.com/jocasta/jocasta/sources/internal/fanout"
 
 	"github.com/jocasta/jocasta/sources"
 )
@@ -74,22 +75,10 @@ func (r *Resolver) Enrich(ctx context.Context, hosts []*sources.Host) error {
 		err error
 	}
 	results := make([]result, len(targets))
-	sem := make(chan struct{}, r.concurrency)
-	var wg sync.WaitGroup
-launch:
-	for i, h := range targets {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			break launch
-		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			st, err := r.Lookup(ctx, h.IP)
-			results[i] = result{st, err}
-		})
-	}
-	wg.Wait()
+	fanout.Each(ctx, len(targets), r.concurrency, func(i int) {
+		st, err := r.Lookup(ctx, targets[i].IP)
+		results[i] = result{st, err}
+	})
 
 	var (
 		failed int

@@ -8,8 +8,9 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/jocasta/jocasta/sources/internal/fanout"
 
 	"github.com/miekg/dns"
 
@@ -103,25 +104,14 @@ func (r *Resolver) Enrich(ctx context.Context, hosts []*sources.Host) error {
 		err  error
 	}
 	results := make([]result, len(hosts))
-	sem := make(chan struct{}, r.o.Concurrency)
-	var wg sync.WaitGroup
-launch:
-	for i, h := range hosts {
+	fanout.Each(ctx, len(hosts), r.o.Concurrency, func(i int) {
+		h := hosts[i]
 		if h == nil || !h.IP.IsValid() {
-			continue
+			return
 		}
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			break launch
-		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			name, err := r.lookup(ctx, servers, h.IP)
-			results[i] = result{name, err}
-		})
-	}
-	wg.Wait()
+		name, err := r.lookup(ctx, servers, h.IP)
+		results[i] = result{name, err}
+	})
 	ctxErr := sources.ContextErr(ctx)
 
 	var (

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/jocasta/jocasta/sources/resolve/onlink"
 	"io"
 	"net"
 	"net/http"
@@ -13,8 +12,10 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/jocasta/jocasta/sources/internal/fanout"
+	"github.com/jocasta/jocasta/sources/resolve/onlink"
 
 	"golang.org/x/net/ipv4"
 
@@ -167,37 +168,26 @@ func (r *Resolver) Enrich(ctx context.Context, hosts []*sources.Host) error {
 	results := make([]result, len(ips))
 	client := r.httpClient()
 	defer client.CloseIdleConnections()
-	sem := make(chan struct{}, r.o.Concurrency)
-	var wg sync.WaitGroup
-launch:
-	for i, ip := range ips {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			break launch
-		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			res := result{ip: ip}
-			us := locs[ip]
-			slices.SortFunc(us, func(a, b *url.URL) int { return strings.Compare(a.String(), b.String()) })
-			for _, u := range us {
-				d, err := r.fetch(ctx, client, u, ip)
-				if err != nil {
-					if ctx.Err() == nil {
-						res.errs = append(res.errs, fmt.Errorf("ssdp: %s: %w", u.Redacted(), err))
-					}
-					continue
+	fanout.Each(ctx, len(ips), r.o.Concurrency, func(i int) {
+		ip := ips[i]
+		res := result{ip: ip}
+		us := locs[ip]
+		slices.SortFunc(us, func(a, b *url.URL) int { return strings.Compare(a.String(), b.String()) })
+		for _, u := range us {
+			d, err := r.fetch(ctx, client, u, ip)
+			if err != nil {
+				if ctx.Err() == nil {
+					res.errs = append(res.errs, fmt.Errorf("ssdp: %s: %w", u.Redacted(), err))
 				}
-				res.desc = &d
-				if d.FriendlyName != "" {
-					break
-				}
+				continue
 			}
-			results[i] = res
-		})
-	}
-	wg.Wait()
+			res.desc = &d
+			if d.FriendlyName != "" {
+				break
+			}
+		}
+		results[i] = res
+	})
 
 	for _, res := range results {
 		for _, e := range res.errs {
