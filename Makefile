@@ -29,10 +29,15 @@ test: $(OUI) lint
 test-short: $(OUI)
 	$(GO) test -count=1 -short ./...
 
+# staticcheck's default checks (see staticcheck.conf), pinned; go run fetches
+# it through the module proxy once and caches it.
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
 lint:
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 
 # One package at a time (-p 1), so that benchmarks do not share the CPUs.
 bench: $(OUI)

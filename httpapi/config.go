@@ -16,16 +16,16 @@ import (
 const (
 	// DefaultTokenRate and DefaultTokenBurst limit each API token.
 	DefaultTokenRate  rate.Limit = 5000
-	DefaultTokenBurst            = 10000
+	DefaultTokenBurst int        = 10000
 	// DefaultClientRate and DefaultClientBurst limit each client address
 	// (an IPv6 client counts by its /64), across every path.
 	DefaultClientRate  rate.Limit = 20000
-	DefaultClientBurst            = 40000
+	DefaultClientBurst int        = 40000
 	// DefaultFailedAuthBurst failed token checks are allowed per client
 	// address, refilled at DefaultFailedAuthRate (20 per minute). Past
 	// them, requests carrying a token get 429 until the bucket refills.
-	DefaultFailedAuthRate  = rate.Limit(20.0 / 60.0)
-	DefaultFailedAuthBurst = 20
+	DefaultFailedAuthRate  rate.Limit = 20.0 / 60.0
+	DefaultFailedAuthBurst int        = 20
 )
 
 // Config is the server.* part of the configuration that the API server

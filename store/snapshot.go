@@ -13,6 +13,7 @@ import (
 
 	"github.com/jocasta/jocasta/events"
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // compactChunk is how many events one compaction transaction removes.
@@ -66,7 +67,7 @@ type SnapshotInfo struct {
 // if that is meant.
 func SaveSnapshotTx(tx *bolt.Tx, seq uint64, t time.Time, buckets []string) error {
 	if !tx.Writable() {
-		return fmt.Errorf("store: save snapshot %d: %w", seq, bolt.ErrTxNotWritable)
+		return fmt.Errorf("store: save snapshot %d: %w", seq, berrors.ErrTxNotWritable)
 	}
 	hash, err := hashAt(tx, seq)
 	if err != nil {
@@ -82,7 +83,7 @@ func SaveSnapshotTx(tx *bolt.Tx, seq uint64, t time.Time, buckets []string) erro
 // one stored.
 func SaveSnapshotOfTx(tx *bolt.Tx, ev events.Envelope, buckets []string) error {
 	if !tx.Writable() {
-		return fmt.Errorf("store: save snapshot %d: %w", ev.Seq, bolt.ErrTxNotWritable)
+		return fmt.Errorf("store: save snapshot %d: %w", ev.Seq, berrors.ErrTxNotWritable)
 	}
 	if ev.Seq == 0 || ev.Hash == "" {
 		return fmt.Errorf("store: save snapshot %d: the event has no seq or hash", ev.Seq)
@@ -323,7 +324,7 @@ func (s *Store) LoadSnapshot(seq uint64) (*Snapshot, error) {
 // restores "checkpoints" from the snapshot).
 func RestoreSnapshotTx(tx *bolt.Tx, snap *Snapshot) error {
 	if !tx.Writable() {
-		return fmt.Errorf("store: restore snapshot %d: %w", snap.Seq, bolt.ErrTxNotWritable)
+		return fmt.Errorf("store: restore snapshot %d: %w", snap.Seq, berrors.ErrTxNotWritable)
 	}
 	names := make([]string, 0, len(snap.Buckets))
 	for name := range snap.Buckets {

@@ -103,6 +103,9 @@ func TestSIGTERMStopsWithin5s(t *testing.T) {
 		t.Fatalf("verify after stop: %s %s", out, stderrText)
 	}
 	code, out, _ = cli(t, "", "token", "list", "--config", cfg)
+	if code != 0 {
+		t.Fatalf("token list after stop: exit %d: %s", code, out)
+	}
 	for _, n := range names {
 		if !strings.Contains(out, " "+n+" ") {
 			t.Errorf("acknowledged token %s missing after stop", n)

@@ -227,13 +227,15 @@ func TestExactlyOnceAfterCrash(t *testing.T) {
 func TestRebuildOnVersionChange(t *testing.T) {
 	st := openStore(t, filepath.Join(t.TempDir(), "j.db"))
 	defer st.Close()
-	head := appendTicks(t, st, 0, 30)
+	if head := appendTicks(t, st, 0, 30); head != 30 {
+		t.Fatalf("head %d after 30 ticks", head)
+	}
 	a, b := &counting{name: "a", version: 1}, &counting{name: "b", version: 1}
 	r, _ := New(st, []Projection{a, b}, Options{})
 	if err := r.CatchUp(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	head = appendTicks(t, st, 30, 5)
+	head := appendTicks(t, st, 30, 5)
 
 	a2, b2 := &counting{name: "a", version: 2}, &counting{name: "b", version: 1}
 	r2, _ := New(st, []Projection{a2, b2}, Options{})
