@@ -11,7 +11,7 @@
 // bad seq (it backs `jocasta log verify`). Projections keep their own
 // buckets in the same file ([Store.DB]) and record how far they have read
 // with [SetCheckpoint] in the same transaction as their rows.
-// [SaveSnapshotTx] dumps their buckets at a seq, [RestoreSnapshotTx] puts
+// [SaveSnapshotOfTx] dumps their buckets at an event, [RestoreSnapshotTx] puts
 // them back, and [Store.Compact] removes the events a snapshot covers.
 // [Store.CopyLog] copies the log, exactly, into an empty store (for
 // `jocasta replay`); [Store.CopyLogFunc] also hands the copied events,

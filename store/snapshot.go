@@ -57,15 +57,12 @@ type SnapshotInfo struct {
 	Bytes int       `json:"bytes"` // compressed size
 }
 
-// SaveSnapshotTx dumps buckets, as they are in tx, into a snapshot at seq
+// saveSnapshotAt dumps buckets, as they are in tx, into a snapshot at seq
 // and stores it (gzip JSON) in BucketSnapshots, replacing any snapshot at
 // the same seq. tx must be writable, and the buckets' state must be the
-// state derived from events 1..seq: take it in the transaction that
-// moved the owners' checkpoints to seq. The store's own buckets (log,
-// meta, snapshots) cannot be dumped; "checkpoints" can, and restoring it
-// restores every consumer's position, reactors included, so dump it only
-// if that is meant.
-func SaveSnapshotTx(tx *bolt.Tx, seq uint64, t time.Time, buckets []string) error {
+// state derived from events 1..seq. Only tests call it (export_test.go);
+// the runner snapshots through SaveSnapshotOfTx.
+func saveSnapshotAt(tx *bolt.Tx, seq uint64, t time.Time, buckets []string) error {
 	if !tx.Writable() {
 		return fmt.Errorf("store: save snapshot %d: %w", seq, berrors.ErrTxNotWritable)
 	}
@@ -76,8 +73,14 @@ func SaveSnapshotTx(tx *bolt.Tx, seq uint64, t time.Time, buckets []string) erro
 	return saveSnapshot(tx, seq, hash, t, buckets)
 }
 
-// SaveSnapshotOfTx is SaveSnapshotTx for the event ev, which the caller
-// read from the log: ev may lie beyond the head tx sees when the log is
+// SaveSnapshotOfTx dumps buckets, as they are in tx, into a snapshot at
+// the event ev and stores it (gzip JSON) in BucketSnapshots, replacing any
+// snapshot at the same seq. tx must be writable, and the buckets' state
+// must be the state derived from events 1..ev.Seq: take it in the
+// transaction that moved the owners' checkpoints to ev.Seq. The store's
+// own buckets (log, meta, snapshots) cannot be dumped; "checkpoints" can,
+// and restoring it restores every consumer's position, reactors included,
+// so dump it only if that is meant. The caller read ev from the log: ev may lie beyond the head tx sees when the log is
 // being copied into this store while it is applied (replay), and its
 // append commits later. When ev is within the head, its hash must be the
 // one stored.

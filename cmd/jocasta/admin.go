@@ -280,7 +280,6 @@ func (c *core) LogTail(ctx context.Context, req tailReq, w io.Writer) error {
 		next = c.st.Head() + 1
 	}
 	enc := json.NewEncoder(w)
-	flusher, _ := w.(interface{ Flush() })
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -293,9 +292,6 @@ func (c *core) LogTail(ctx context.Context, req tailReq, w io.Writer) error {
 				return err
 			}
 			next = e.Seq + 1
-		}
-		if flusher != nil && len(evs) > 0 {
-			flusher.Flush()
 		}
 		if len(evs) == 1000 {
 			continue

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"slices"
 	"time"
 
@@ -451,15 +450,6 @@ func localMACs() map[netip.Addr]net.HardwareAddr {
 		}
 	}
 	return out
-}
-
-// DefaultSource is scan.source's default: "sweep:" and the host name.
-func DefaultSource() (string, error) {
-	h, err := os.Hostname()
-	if err != nil {
-		return "", fmt.Errorf("devicesweep: host name for scan.source: %w", err)
-	}
-	return "sweep:" + h, nil
 }
 
 // newScanID is 128 random bits as 32 hex characters, like event IDs.
