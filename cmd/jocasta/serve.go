@@ -15,6 +15,7 @@ import (
 	"github.com/jocasta/jocasta/cmd/internal/config"
 	"github.com/jocasta/jocasta/events/bus"
 	"github.com/jocasta/jocasta/events/ingest"
+	"github.com/jocasta/jocasta/httpapi"
 	"github.com/jocasta/jocasta/projections"
 	"github.com/jocasta/jocasta/projections/inventory"
 	"github.com/jocasta/jocasta/projections/runner"
@@ -155,8 +156,7 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 		st.Close()
 		return err
 	}
-	httpSrv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		BaseContext: func(net.Listener) context.Context { return ctx }}
+	httpSrv, capped := httpapi.NewServer(ctx, api, ln, httpapi.ServerLimits{}, log.With().Str("component", "http").Logger())
 
 	work, stopWork := context.WithCancel(ctx)
 	defer stopWork()
@@ -210,7 +210,7 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 			hooks.listening(ln.Addr())
 		}
 		log.Info().Str("addr", ln.Addr().String()).Msg("serving the API")
-		if err := httpSrv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		if err := httpSrv.Serve(capped); !errors.Is(err, http.ErrServerClosed) {
 			return fmt.Errorf("http: %w", err)
 		}
 		return nil
