@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"strings"
 
 	"github.com/jocasta/jocasta/events"
@@ -60,10 +61,13 @@ func isToken68(s string) bool {
 }
 
 // authenticate guards a route. In order: no Authorization header → 401
-// (token-missing); too many refused tokens from this client → 429; a
-// malformed header or a token the Authenticator refuses → 401
-// (token-invalid) and one failure counted for the client; the token's
-// own rate limit → 429; a read token on a write route → 403.
+// (token-missing); a malformed header or a token the Authenticator
+// refuses → 401 (token-invalid), or 429 once this client has sent too
+// many refused tokens; the token's own rate limit → 429; a read token on
+// a write route → 403. The token is checked before the failed-token
+// limit, and only refusals count: clients behind one NAT or proxy share
+// an address, and one of them sending bad tokens must not lock out the
+// others' valid ones.
 func (s *server) authenticate(level access, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st := stateFrom(r.Context())
@@ -72,22 +76,13 @@ func (s *server) authenticate(level access, next http.Handler) http.Handler {
 			writeProblem(w, r, errTokenMissing())
 			return
 		}
-		key := clientKey(st.client)
-		if allowed, wait := s.failLim.check(key, s.now()); !allowed {
-			writeProblem(w, r, errRateLimited(retryAfter(wait), fmt.Sprintf(
-				"this client address sent more than %d refused tokens: wait Retry-After seconds, then send a valid token",
-				s.cfg.FailedAuthBurst)))
-			return
+		var p projections.Principal
+		err := projections.ErrInvalidToken
+		if ok {
+			p, err = s.auth.Authenticate(r.Context(), tok)
 		}
-		if !ok {
-			s.failLim.spend(key, s.now())
-			writeProblem(w, r, errTokenInvalid())
-			return
-		}
-		p, err := s.auth.Authenticate(r.Context(), tok)
 		if errors.Is(err, projections.ErrInvalidToken) {
-			s.failLim.spend(key, s.now())
-			writeProblem(w, r, errTokenInvalid())
+			s.refuseToken(w, r, clientKey(st.client))
 			return
 		}
 		if err != nil {
@@ -107,4 +102,18 @@ func (s *server) authenticate(level access, next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// refuseToken answers a refused token: 401, or 429 once the client at key
+// has used up its refusals (DefaultFailedAuthBurst, refilled at
+// DefaultFailedAuthRate). Every refusal is counted.
+func (s *server) refuseToken(w http.ResponseWriter, r *http.Request, key netip.Addr) {
+	now := s.now()
+	if allowed, wait := s.failLim.take(key, now); !allowed {
+		writeProblem(w, r, errRateLimited(retryAfter(wait), fmt.Sprintf(
+			"this client address sent more than %d refused tokens: wait Retry-After seconds, then send a valid token",
+			s.cfg.FailedAuthBurst)))
+		return
+	}
+	writeProblem(w, r, errTokenInvalid())
 }

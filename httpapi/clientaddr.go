@@ -6,30 +6,50 @@ import (
 	"strings"
 )
 
+// Proxy headers: the one header a trusted proxy sets or appends to, as
+// server.proxy_header names it.
+const (
+	ProxyHeaderXForwardedFor = "x-forwarded-for" // the default: nginx, HAProxy, Caddy, Traefik append to it
+	ProxyHeaderForwarded     = "forwarded"       // RFC 7239, for proxies that append for= elements
+	ProxyHeaderXRealIP       = "x-real-ip"       // one address, set (not appended) by the proxy
+)
+
 // clientAddr finds the client of a request. The peer of the connection is
-// the client unless it is a trusted proxy; then the forwarding header is
-// walked from the right (the hop the trusted proxy added) to the left,
-// skipping trusted hops, and the first untrusted address is the client.
+// the client unless it is a trusted proxy; then the one header the proxy
+// writes (header, one of the ProxyHeader constants) is walked from the
+// right (the hop the trusted proxy added) to the left, skipping trusted
+// hops, and the first untrusted address is the client. Any other
+// forwarding header is ignored: a client can send its own, and a proxy
+// that appends to X-Forwarded-For passes a forged Forwarded through
+// unchanged.
 //
-// The header is RFC 7239 Forwarded (its for= parameters) when present,
-// else X-Forwarded-For. Hops that are not addresses ("unknown",
-// obfuscated "_names", garbage) stop the walk: the client is then the
-// nearest address known, the trusted hop that reported it. A Forwarded
-// header that does not parse is ignored as a whole (the peer is the
-// client). Untrusted peers' headers are never read.
-func clientAddr(remoteAddr string, h http.Header, trusted []netip.Prefix) netip.Addr {
+// Hops that are not addresses ("unknown", obfuscated "_names", garbage)
+// stop the walk: the client is then the nearest address known, the
+// trusted hop that reported it. A Forwarded header that does not parse is
+// ignored as a whole (the peer is the client). Untrusted peers' headers
+// are never read.
+func clientAddr(remoteAddr string, h http.Header, trusted []netip.Prefix, header string) netip.Addr {
 	peer, ok := parseHop(remoteAddr)
 	if !ok || !isTrusted(peer, trusted) {
 		return peer
 	}
 	var hops []string
-	if fw := h.Values("Forwarded"); len(fw) > 0 {
-		hops, ok = forwardedFor(fw)
-		if !ok {
-			return peer
+	switch header {
+	case ProxyHeaderForwarded:
+		if fw := h.Values("Forwarded"); len(fw) > 0 {
+			hops, ok = forwardedFor(fw)
+			if !ok {
+				return peer
+			}
 		}
-	} else if xff := h.Values("X-Forwarded-For"); len(xff) > 0 {
-		for _, v := range xff {
+	case ProxyHeaderXRealIP:
+		// Set, not appended: only the last value counts (a client's own
+		// X-Real-IP comes before the proxy's when the proxy adds one).
+		if v := h.Values("X-Real-Ip"); len(v) > 0 {
+			hops = []string{v[len(v)-1]}
+		}
+	default:
+		for _, v := range h.Values("X-Forwarded-For") {
 			hops = append(hops, strings.Split(v, ",")...)
 		}
 	}

@@ -71,19 +71,21 @@ func FuzzClientAddr(f *testing.F) {
 		if xff != "" {
 			h.Set("X-Forwarded-For", xff)
 		}
-		got := clientAddr(peer, h, trusted)
-		p, ok := parseHop(peer)
-		if !ok {
-			if got.IsValid() {
-				t.Fatalf("unparsable peer %q gave %s", peer, got)
+		for _, header := range []string{ProxyHeaderXForwardedFor, ProxyHeaderForwarded, ProxyHeaderXRealIP} {
+			got := clientAddr(peer, h, trusted, header)
+			p, ok := parseHop(peer)
+			if !ok {
+				if got.IsValid() {
+					t.Fatalf("unparsable peer %q gave %s", peer, got)
+				}
+				return
 			}
-			return
-		}
-		if !isTrusted(p, trusted) && got != p {
-			t.Fatalf("untrusted peer %s: client %s", p, got)
-		}
-		if !got.IsValid() || got.Zone() != "" || got.Is4In6() {
-			t.Fatalf("client %v from %q %q %q", got, peer, fwd, xff)
+			if !isTrusted(p, trusted) && got != p {
+				t.Fatalf("untrusted peer %s: client %s", p, got)
+			}
+			if !got.IsValid() || got.Zone() != "" || got.Is4In6() {
+				t.Fatalf("client %v from %q %q %q (%s)", got, peer, fwd, xff, header)
+			}
 		}
 	})
 }

@@ -36,6 +36,11 @@ type Config struct {
 	// address is a /32 or /128 prefix. Default empty: the client address
 	// is the connection's peer.
 	TrustedProxies []netip.Prefix
+	// ProxyHeader (server.proxy_header): the one header the trusted
+	// proxies write the client's address to: ProxyHeaderXForwardedFor
+	// (default), ProxyHeaderForwarded or ProxyHeaderXRealIP. Every other
+	// forwarding header is ignored.
+	ProxyHeader string
 	// CORSOrigins (server.cors.allowed_origins): browser origins, as
 	// scheme://host[:port], that may read /api. Default empty: no CORS
 	// headers are ever sent.
@@ -81,6 +86,9 @@ func (c *Config) setDefaults() {
 	if c.FailedAuthBurst == 0 {
 		c.FailedAuthBurst = DefaultFailedAuthBurst
 	}
+	if c.ProxyHeader == "" {
+		c.ProxyHeader = ProxyHeaderXForwardedFor
+	}
 }
 
 // Validate checks the configuration. Errors wrap ErrConfig and name the
@@ -90,6 +98,11 @@ func (c Config) Validate() error {
 		if !p.IsValid() {
 			return configError(fmt.Sprintf("server.trusted_proxies[%d]", i), "not a valid prefix: want an address or CIDR prefix, e.g. 10.0.0.1 or 10.0.0.0/8")
 		}
+	}
+	switch c.ProxyHeader {
+	case "", ProxyHeaderXForwardedFor, ProxyHeaderForwarded, ProxyHeaderXRealIP:
+	default:
+		return configError("server.proxy_header", "%q is not a proxy header: want x-forwarded-for, forwarded or x-real-ip", c.ProxyHeader)
 	}
 	for i, o := range c.CORSOrigins {
 		if err := checkOrigin(o); err != nil {

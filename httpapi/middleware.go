@@ -71,7 +71,7 @@ func validRequestID(id string) bool {
 func (s *server) realClient(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st := stateFrom(r.Context())
-		st.client = clientAddr(r.RemoteAddr, r.Header, s.cfg.TrustedProxies)
+		st.client = clientAddr(r.RemoteAddr, r.Header, s.cfg.TrustedProxies, s.cfg.ProxyHeader)
 		if st.client.IsValid() {
 			if peer, err := netip.ParseAddrPort(r.RemoteAddr); err != nil || peer.Addr().Unmap() != st.client {
 				r.RemoteAddr = netip.AddrPortFrom(st.client, 0).String()

@@ -108,28 +108,36 @@ func TestTrustedProxies(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
+		proxy  string // server.proxy_header; "" is the default, x-forwarded-for
 		peer   string
 		header []string // name, value pairs
 		want   string
 	}{
-		{"no header", "10.0.0.1:4000", nil, "10.0.0.1"},
-		{"XFF from trusted proxy", "10.0.0.1:4000", []string{"X-Forwarded-For", "203.0.113.9"}, "203.0.113.9"},
-		{"XFF from untrusted peer ignored", "192.0.2.50:4000", []string{"X-Forwarded-For", "203.0.113.9"}, "192.0.2.50"},
-		{"XFF chain skips trusted hops", "10.0.0.1:4000", []string{"X-Forwarded-For", "198.51.100.1, 203.0.113.9, 172.16.5.5"}, "203.0.113.9"},
-		{"XFF spoofed left part ignored", "10.0.0.1:4000", []string{"X-Forwarded-For", "1.2.3.4, 203.0.113.9"}, "203.0.113.9"},
-		{"XFF in two fields", "10.0.0.1:4000", []string{"X-Forwarded-For", "198.51.100.1", "X-Forwarded-For", "172.16.0.9"}, "198.51.100.1"},
-		{"XFF all trusted", "10.0.0.1:4000", []string{"X-Forwarded-For", "172.16.0.9"}, "172.16.0.9"},
-		{"XFF garbage stops at trusted hop", "10.0.0.1:4000", []string{"X-Forwarded-For", "203.0.113.9, nonsense"}, "10.0.0.1"},
-		{"XFF with port", "10.0.0.1:4000", []string{"X-Forwarded-For", "203.0.113.9:5555"}, "203.0.113.9"},
-		{"XFF IPv6", "[fd00::1]:4000", []string{"X-Forwarded-For", "2001:db8::7"}, "2001:db8::7"},
-		{"Forwarded", "10.0.0.1:4000", []string{"Forwarded", `for=203.0.113.9;proto=https;by=10.0.0.1`}, "203.0.113.9"},
-		{"Forwarded IPv6 quoted with port", "10.0.0.1:4000", []string{"Forwarded", `for="[2001:db8:cafe::17]:4711"`}, "2001:db8:cafe::17"},
-		{"Forwarded chain", "10.0.0.1:4000", []string{"Forwarded", `for=198.51.100.1, for=203.0.113.9, for=172.16.1.1`}, "203.0.113.9"},
-		{"Forwarded wins over XFF", "10.0.0.1:4000", []string{"Forwarded", `for=203.0.113.9`, "X-Forwarded-For", "198.51.100.1"}, "203.0.113.9"},
-		{"Forwarded unknown stops", "10.0.0.1:4000", []string{"Forwarded", `for=unknown`}, "10.0.0.1"},
-		{"Forwarded malformed ignored", "10.0.0.1:4000", []string{"Forwarded", `for="203.0.113.9`}, "10.0.0.1"},
-		{"Forwarded from untrusted peer ignored", "192.0.2.50:4000", []string{"Forwarded", `for=203.0.113.9`}, "192.0.2.50"},
-		{"IPv4-mapped peer", "[::ffff:10.0.0.1]:4000", []string{"X-Forwarded-For", "203.0.113.9"}, "203.0.113.9"},
+		{"no header", "", "10.0.0.1:4000", nil, "10.0.0.1"},
+		{"XFF from trusted proxy", "", "10.0.0.1:4000", []string{"X-Forwarded-For", "203.0.113.9"}, "203.0.113.9"},
+		{"XFF from untrusted peer ignored", "", "192.0.2.50:4000", []string{"X-Forwarded-For", "203.0.113.9"}, "192.0.2.50"},
+		{"XFF chain skips trusted hops", "", "10.0.0.1:4000", []string{"X-Forwarded-For", "198.51.100.1, 203.0.113.9, 172.16.5.5"}, "203.0.113.9"},
+		{"XFF spoofed left part ignored", "", "10.0.0.1:4000", []string{"X-Forwarded-For", "1.2.3.4, 203.0.113.9"}, "203.0.113.9"},
+		{"XFF in two fields", "", "10.0.0.1:4000", []string{"X-Forwarded-For", "198.51.100.1", "X-Forwarded-For", "172.16.0.9"}, "198.51.100.1"},
+		{"XFF all trusted", "", "10.0.0.1:4000", []string{"X-Forwarded-For", "172.16.0.9"}, "172.16.0.9"},
+		{"XFF garbage stops at trusted hop", "", "10.0.0.1:4000", []string{"X-Forwarded-For", "203.0.113.9, nonsense"}, "10.0.0.1"},
+		{"XFF with port", "", "10.0.0.1:4000", []string{"X-Forwarded-For", "203.0.113.9:5555"}, "203.0.113.9"},
+		{"XFF IPv6", "", "[fd00::1]:4000", []string{"X-Forwarded-For", "2001:db8::7"}, "2001:db8::7"},
+		{"Forwarded", "forwarded", "10.0.0.1:4000", []string{"Forwarded", `for=203.0.113.9;proto=https;by=10.0.0.1`}, "203.0.113.9"},
+		{"Forwarded IPv6 quoted with port", "forwarded", "10.0.0.1:4000", []string{"Forwarded", `for="[2001:db8:cafe::17]:4711"`}, "2001:db8:cafe::17"},
+		{"Forwarded chain", "forwarded", "10.0.0.1:4000", []string{"Forwarded", `for=198.51.100.1, for=203.0.113.9, for=172.16.1.1`}, "203.0.113.9"},
+		{"Forwarded unknown stops", "forwarded", "10.0.0.1:4000", []string{"Forwarded", `for=unknown`}, "10.0.0.1"},
+		{"Forwarded malformed ignored", "forwarded", "10.0.0.1:4000", []string{"Forwarded", `for="203.0.113.9`}, "10.0.0.1"},
+		{"Forwarded from untrusted peer ignored", "forwarded", "192.0.2.50:4000", []string{"Forwarded", `for=203.0.113.9`}, "192.0.2.50"},
+		{"IPv4-mapped peer", "", "[::ffff:10.0.0.1]:4000", []string{"X-Forwarded-For", "203.0.113.9"}, "203.0.113.9"},
+		// A client behind a proxy that appends to X-Forwarded-For sends its
+		// own Forwarded (or X-Real-IP): only the configured header counts.
+		{"forged Forwarded ignored by default", "", "10.0.0.1:4000", []string{"Forwarded", `for=1.2.3.4`, "X-Forwarded-For", "198.51.100.1"}, "198.51.100.1"},
+		{"forged X-Real-IP ignored by default", "", "10.0.0.1:4000", []string{"X-Real-Ip", "1.2.3.4", "X-Forwarded-For", "198.51.100.1"}, "198.51.100.1"},
+		{"XFF ignored when Forwarded is configured", "forwarded", "10.0.0.1:4000", []string{"Forwarded", `for=203.0.113.9`, "X-Forwarded-For", "1.2.3.4"}, "203.0.113.9"},
+		{"X-Real-IP", "x-real-ip", "10.0.0.1:4000", []string{"X-Real-Ip", "203.0.113.9", "X-Forwarded-For", "1.2.3.4"}, "203.0.113.9"},
+		{"X-Real-IP last value is the proxy's", "x-real-ip", "10.0.0.1:4000", []string{"X-Real-Ip", "1.2.3.4", "X-Real-Ip", "203.0.113.9"}, "203.0.113.9"},
+		{"X-Real-IP from untrusted peer ignored", "x-real-ip", "192.0.2.50:4000", []string{"X-Real-Ip", "203.0.113.9"}, "192.0.2.50"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -138,7 +146,7 @@ func TestTrustedProxies(t *testing.T) {
 				gotRemote = r.RemoteAddr
 				w.WriteHeader(http.StatusNoContent)
 			})
-			e := newEnv(t, httpapi.Config{TrustedProxies: proxies, UI: ui})
+			e := newEnv(t, httpapi.Config{TrustedProxies: proxies, ProxyHeader: tc.proxy, UI: ui})
 			opts := []reqOpt{remote(tc.peer)}
 			for i := 0; i+1 < len(tc.header); i += 2 {
 				opts = append(opts, header(tc.header[i], tc.header[i+1]))

@@ -3,19 +3,28 @@ package httpapi
 import (
 	"math"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 )
 
+// maxBuckets caps the keys one limiterSet tracks. A client with many
+// addresses (an IPv6 /48 holds 65,536 /64s) must not grow the map
+// without bound; about 200 bytes a key puts the cap at about 13 MB.
+const maxBuckets = 65536
+
 // limiterSet keeps one token bucket per key (a client address or a token
 // id). Buckets idle for limiterIdle and full again are dropped during a
 // sweep that runs at most once a minute on the request path, so the set
-// needs no goroutine.
+// needs no goroutine. At most max keys are kept: a new key past the cap
+// first sweeps, then drops the least recently used eighth of the keys
+// (their limits start afresh if they come back).
 type limiterSet[K comparable] struct {
 	limit rate.Limit
 	burst int
+	max   int
 
 	mu        sync.Mutex
 	buckets   map[K]*bucket
@@ -28,25 +37,52 @@ type bucket struct {
 }
 
 func newLimiterSet[K comparable](limit rate.Limit, burst int) *limiterSet[K] {
-	return &limiterSet[K]{limit: limit, burst: burst, buckets: map[K]*bucket{}}
+	return &limiterSet[K]{limit: limit, burst: burst, max: maxBuckets, buckets: map[K]*bucket{}}
 }
 
 func (s *limiterSet[K]) get(key K, now time.Time) *rate.Limiter {
 	if now.Sub(s.lastSweep) > time.Minute {
-		s.lastSweep = now
-		for k, b := range s.buckets {
-			if now.Sub(b.last) > limiterIdle && b.lim.TokensAt(now) >= float64(s.burst) {
-				delete(s.buckets, k)
-			}
-		}
+		s.sweep(now)
 	}
 	b, ok := s.buckets[key]
 	if !ok {
+		if len(s.buckets) >= s.max {
+			s.sweep(now)
+		}
+		if len(s.buckets) >= s.max {
+			s.dropOldest(max(s.max/8, 1))
+		}
 		b = &bucket{lim: rate.NewLimiter(s.limit, s.burst)}
 		s.buckets[key] = b
 	}
 	b.last = now
 	return b.lim
+}
+
+// sweep drops the buckets idle for limiterIdle and full again.
+func (s *limiterSet[K]) sweep(now time.Time) {
+	s.lastSweep = now
+	for k, b := range s.buckets {
+		if now.Sub(b.last) > limiterIdle && b.lim.TokensAt(now) >= float64(s.burst) {
+			delete(s.buckets, k)
+		}
+	}
+}
+
+// dropOldest drops the n least recently used buckets.
+func (s *limiterSet[K]) dropOldest(n int) {
+	type aged struct {
+		key  K
+		last time.Time
+	}
+	all := make([]aged, 0, len(s.buckets))
+	for k, b := range s.buckets {
+		all = append(all, aged{k, b.last})
+	}
+	slices.SortFunc(all, func(a, b aged) int { return a.last.Compare(b.last) })
+	for _, a := range all[:min(n, len(all))] {
+		delete(s.buckets, a.key)
+	}
 }
 
 // take spends one token. When none is left it spends nothing and says how

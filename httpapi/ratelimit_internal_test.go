@@ -58,3 +58,30 @@ func TestClientKey(t *testing.T) {
 		t.Fatal("retryAfter rounds wrong")
 	}
 }
+
+func TestLimiterSetIsBounded(t *testing.T) {
+	s := newLimiterSet[int](1, 1)
+	s.max = 64
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	// Key 0 is used early and often enough to stay: it is spent.
+	s.take(0, now)
+	for k := 1; k <= 10_000; k++ {
+		now = now.Add(time.Millisecond)
+		s.take(k, now) // every key spends its only token: none is idle-and-full
+		if k%50 == 0 {
+			s.take(0, now) // 0 stays recently used
+		}
+		if n := len(s.buckets); n > s.max {
+			t.Fatalf("%d keys after %d distinct clients, cap %d", n, k, s.max)
+		}
+	}
+	if _, ok := s.buckets[10_000]; !ok {
+		t.Fatal("the newest key was dropped instead of the oldest")
+	}
+	if _, ok := s.buckets[1]; ok {
+		t.Fatal("the oldest key is still kept")
+	}
+	if ok, _ := s.take(0, now); ok {
+		t.Fatal("a recently used key lost its state (its bucket was dropped)")
+	}
+}

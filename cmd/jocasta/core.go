@@ -168,6 +168,7 @@ func (c *core) SetWatch(ctx context.Context, actor, id string, watched bool) (pr
 func (c *core) api(cfg *config.Config, log zerolog.Logger) (http.Handler, error) {
 	return httpapi.New(httpapi.Config{
 		TrustedProxies: cfg.Server.TrustedProxies,
+		ProxyHeader:    cfg.Server.ProxyHeader,
 		CORSOrigins:    cfg.Server.CORS.AllowedOrigins,
 		MCPEnabled:     cfg.Server.MCP.Enabled,
 	}, httpapi.Deps{Inventory: c.inv, Commander: c, Auth: c.access, Ready: c.run, Log: log, Now: c.now})

@@ -36,6 +36,7 @@ type Server struct {
 	Host           string         `yaml:"host"`                            // default localhost
 	Port           int            `yaml:"port"`                            // default 8080; 1..65535
 	TrustedProxies []netip.Prefix `yaml:"trusted_proxies" cfg:"bare-addr"` // a bare address is its /32 or /128
+	ProxyHeader    string         `yaml:"proxy_header"`                    // x-forwarded-for (default), forwarded or x-real-ip
 	CORS           CORS           `yaml:"cors"`
 	Auth           Auth           `yaml:"auth"`
 	MCP            MCP            `yaml:"mcp"`
@@ -242,8 +243,9 @@ type HTTP struct {
 func Defaults() Config {
 	return Config{
 		Server: Server{
-			Host: "localhost",
-			Port: 8080,
+			Host:        "localhost",
+			Port:        8080,
+			ProxyHeader: "x-forwarded-for",
 			Auth: Auth{
 				SessionLifetime: Duration(168 * time.Hour),
 				IdleTimeout:     Duration(24 * time.Hour),

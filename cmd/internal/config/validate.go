@@ -104,6 +104,11 @@ func (l *loader) intRange(path string, n, lo, hi int) bool {
 func (l *loader) validateServer(s *Server) {
 	l.host("server.host", s.Host, "server.port")
 	l.intRange("server.port", s.Port, 1, 65535)
+	ph := strings.ToLower(strings.TrimSpace(s.ProxyHeader))
+	if l.check("server.proxy_header", ph == "x-forwarded-for" || ph == "forwarded" || ph == "x-real-ip",
+		fmt.Sprintf("%q is not a proxy header: write x-forwarded-for (nginx, HAProxy, Caddy, Traefik), forwarded (RFC 7239) or x-real-ip", s.ProxyHeader)) {
+		s.ProxyHeader = ph
+	}
 	for i, p := range s.TrustedProxies {
 		path := fmt.Sprintf("server.trusted_proxies[%d]", i)
 		l.check(path, p == p.Masked(), fmt.Sprintf("%s has bits set after the prefix length; write %s (or the single address %s)", p, p.Masked(), p.Addr()))
