@@ -96,9 +96,21 @@ func (s *server) authenticate(level access, next http.Handler) http.Handler {
 				formatRate(float64(s.cfg.TokenRate)), s.cfg.TokenBurst)))
 			return
 		}
-		if level == accessWrite && p.Mode != events.ModeReadWrite {
-			writeProblem(w, r, errReadOnlyToken())
-			return
+		if level == accessWrite {
+			if p.Mode != events.ModeReadWrite {
+				writeProblem(w, r, errReadOnlyToken())
+				return
+			}
+			if allowed, wait := s.writeLim.take(p.TokenID, s.now()); !allowed {
+				writeProblem(w, r, errRateLimited(retryAfter(wait), fmt.Sprintf(
+					"this token sent more than %s writes per second (burst %d): wait Retry-After seconds, then send fewer changes",
+					formatRate(float64(s.cfg.WriteRate)), s.cfg.WriteBurst)))
+				return
+			}
+			if free, need, ok := s.spaceLeft(); !ok {
+				writeProblem(w, r, errInsufficientStorage(free, need))
+				return
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -116,4 +128,25 @@ func (s *server) refuseToken(w http.ResponseWriter, r *http.Request, key netip.A
 		return
 	}
 	writeProblem(w, r, errTokenInvalid())
+}
+
+// WriteReserve is the disk space writes leave free: 64 MiB or 1% of the
+// filesystem, whichever is more. Below it, writes through the API get 507
+// so that the log keeps room for sweeps and the disk never fills.
+func WriteReserve(total uint64) uint64 {
+	return max(64<<20, total/100)
+}
+
+// spaceLeft reports whether the database's disk is above the write
+// reserve, with the free space and the reserve.
+func (s *server) spaceLeft() (free, need uint64, ok bool) {
+	if s.space == nil {
+		return 0, 0, true
+	}
+	free, total, err := s.space.DiskSpace()
+	if err != nil {
+		return 0, 0, true
+	}
+	need = WriteReserve(total)
+	return free, need, free >= need
 }

@@ -26,6 +26,11 @@ const (
 	// them, requests carrying a token get 429 until the bucket refills.
 	DefaultFailedAuthRate  rate.Limit = 20.0 / 60.0
 	DefaultFailedAuthBurst int        = 20
+	// DefaultWriteRate and DefaultWriteBurst limit each token's writes
+	// (PATCH), on top of its request limit: a person edits a few devices
+	// a second at most, and each write is an event kept for good.
+	DefaultWriteRate  rate.Limit = 10
+	DefaultWriteBurst int        = 50
 )
 
 // Config is the server.* part of the configuration that the API server
@@ -65,6 +70,9 @@ type Config struct {
 	// client address (0 = defaults).
 	FailedAuthRate  rate.Limit
 	FailedAuthBurst int
+	// WriteRate and WriteBurst limit each token's writes (0 = defaults).
+	WriteRate  rate.Limit
+	WriteBurst int
 }
 
 func (c *Config) setDefaults() {
@@ -85,6 +93,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.FailedAuthBurst == 0 {
 		c.FailedAuthBurst = DefaultFailedAuthBurst
+	}
+	if c.WriteRate == 0 {
+		c.WriteRate = DefaultWriteRate
+	}
+	if c.WriteBurst == 0 {
+		c.WriteBurst = DefaultWriteBurst
 	}
 	if c.ProxyHeader == "" {
 		c.ProxyHeader = ProxyHeaderXForwardedFor
@@ -117,6 +131,7 @@ func (c Config) Validate() error {
 		{"token rate limit", c.TokenRate, c.TokenBurst},
 		{"client rate limit", c.ClientRate, c.ClientBurst},
 		{"failed authentication limit", c.FailedAuthRate, c.FailedAuthBurst},
+		{"write rate limit", c.WriteRate, c.WriteBurst},
 	}
 	for _, l := range limits {
 		if l.rate < 0 || l.burst < 0 {

@@ -64,6 +64,13 @@ type Readiness interface {
 	Ready() bool
 }
 
+// DiskSpace reports the space of the filesystem that holds the database.
+// Implementations answer quickly (a cached statfs); an error means the
+// space is unknown, and writes are then allowed.
+type DiskSpace interface {
+	DiskSpace() (free, total uint64, err error)
+}
+
 // Deps are the behaviours the API server uses. Inventory, Commander, Auth
 // and Ready are required; Log defaults to a logger that discards
 // everything and Now to time.Now.
@@ -72,8 +79,11 @@ type Deps struct {
 	Commander Commander
 	Auth      Authenticator
 	Ready     Readiness
-	Log       zerolog.Logger
-	Now       func() time.Time
+	// Space, when set, guards writes: below the reserve (see
+	// WriteReserve) they are refused with 507.
+	Space DiskSpace
+	Log   zerolog.Logger
+	Now   func() time.Time
 }
 
 func (d *Deps) check() error {

@@ -1,6 +1,8 @@
 package httpapi_test
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -527,4 +529,60 @@ func FuzzDeviceListHTTP(f *testing.F) {
 			t.Fatalf("query %q: %v", raw, err)
 		}
 	})
+}
+
+func TestWritesHaveTheirOwnLimit(t *testing.T) {
+	e := newEnv(t, httpapi.Config{WriteRate: rate.Every(time.Minute), WriteBurst: 3})
+	for i := range 3 {
+		resp, body := e.do("PATCH", "/api/devices/dev-nas", fmt.Sprintf(`{"notes":"edit %d"}`, i), bearer(tokWrite), contentType("application/json"))
+		wantStatus(t, resp, body, 200)
+	}
+	resp, body := e.do("PATCH", "/api/devices/dev-nas", `{"notes":"one too many"}`, bearer(tokWrite), contentType("application/json"))
+	wantProblem(t, resp, body, 429, "rate-limited")
+	if !strings.Contains(string(body), "writes per second") {
+		t.Fatalf("the 429 does not say it is the write limit: %s", body)
+	}
+	// Reads with the same token go on.
+	resp, body = e.do("GET", "/api/devices/dev-nas", "", bearer(tokWrite))
+	wantStatus(t, resp, body, 200)
+	e.clock.Advance(time.Minute)
+	resp, body = e.do("PATCH", "/api/devices/dev-nas/watch", `{"watched":true}`, bearer(tokWrite), contentType("application/json"))
+	wantStatus(t, resp, body, 200)
+}
+
+func TestWritesRefusedWhenTheDiskIsNearlyFull(t *testing.T) {
+	e := newEnv(t, httpapi.Config{})
+	const total = 32 << 30 // reserve: 1% = 327 MiB
+	e.space.set(300<<20, total, nil)
+	for _, tc := range []struct{ path, body string }{
+		{"/api/devices/dev-nas", `{"label":"x"}`},
+		{"/api/devices/dev-nas/watch", `{"watched":true}`},
+	} {
+		resp, body := e.do("PATCH", tc.path, tc.body, bearer(tokWrite), contentType("application/json"))
+		p := wantProblem(t, resp, body, 507, "insufficient-storage")
+		if !strings.Contains(p.Detail, "300 MiB free") || !strings.Contains(p.Detail, "327 MiB") {
+			t.Fatalf("detail %q should give the free space and the reserve", p.Detail)
+		}
+	}
+	if n := e.cmd.editCount(); n != 0 {
+		t.Fatalf("%d edits reached the commander while the disk was nearly full", n)
+	}
+	// Reads go on.
+	resp, body := e.do("GET", "/api/devices/dev-nas", "", bearer(tokRead))
+	wantStatus(t, resp, body, 200)
+	// Above the reserve, or when the space is unknown, writes pass.
+	e.space.set(400<<20, total, nil)
+	resp, body = e.do("PATCH", "/api/devices/dev-nas", `{"label":"x"}`, bearer(tokWrite), contentType("application/json"))
+	wantStatus(t, resp, body, 200)
+	e.space.set(0, 0, errors.New("statfs failed"))
+	resp, body = e.do("PATCH", "/api/devices/dev-nas", `{"label":"y"}`, bearer(tokWrite), contentType("application/json"))
+	wantStatus(t, resp, body, 200)
+}
+
+func TestWriteReserve(t *testing.T) {
+	for total, want := range map[uint64]uint64{0: 64 << 20, 1 << 30: 64 << 20, 100 << 30: 1 << 30} {
+		if got := httpapi.WriteReserve(total); got != want {
+			t.Errorf("WriteReserve(%d) = %d, want %d", total, got, want)
+		}
+	}
 }

@@ -250,11 +250,20 @@ type fakeCommander struct {
 	edit    *events.DeviceEdited
 	watched *bool
 	fail    bool
+	calls   int
+}
+
+// editCount is how many edits and watch changes reached the commander.
+func (c *fakeCommander) editCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls
 }
 
 func (c *fakeCommander) EditDevice(_ context.Context, actor, id string, e events.DeviceEdited) (projections.Device, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.calls++
 	if c.fail {
 		return projections.Device{}, errInternalSecret
 	}
@@ -296,6 +305,7 @@ func (c *fakeCommander) EditDevice(_ context.Context, actor, id string, e events
 func (c *fakeCommander) SetWatch(_ context.Context, actor, id string, watched bool) (projections.WatchState, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.calls++
 	if c.fail {
 		return projections.WatchState{}, errInternalSecret
 	}
@@ -345,4 +355,23 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)
 	c.mu.Unlock()
+}
+
+// fakeSpace is the database's disk as a test sets it.
+type fakeSpace struct {
+	mu          sync.Mutex
+	free, total uint64
+	err         error
+}
+
+func (f *fakeSpace) DiskSpace() (uint64, uint64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.free, f.total, f.err
+}
+
+func (f *fakeSpace) set(free, total uint64, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.free, f.total, f.err = free, total, err
 }

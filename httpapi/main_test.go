@@ -61,6 +61,7 @@ type env struct {
 	ready *fakeReady
 	clock *fakeClock
 	logs  *syncBuffer
+	space *fakeSpace
 }
 
 func newEnv(t testing.TB, cfg httpapi.Config) *env {
@@ -69,9 +70,10 @@ func newEnv(t testing.TB, cfg httpapi.Config) *env {
 	e := &env{
 		t: t, inv: inv, cmd: &fakeCommander{inv: inv}, auth: &fakeAuth{}, ready: &fakeReady{ready: true},
 		clock: &fakeClock{t: time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)}, logs: &syncBuffer{},
+		space: &fakeSpace{free: 100 << 30, total: 200 << 30},
 	}
 	h, err := httpapi.New(cfg, httpapi.Deps{
-		Inventory: e.inv, Commander: e.cmd, Auth: e.auth, Ready: e.ready,
+		Inventory: e.inv, Commander: e.cmd, Auth: e.auth, Ready: e.ready, Space: e.space,
 		Log: zerolog.New(e.logs), Now: e.clock.Now,
 	})
 	if err != nil {

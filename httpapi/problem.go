@@ -25,6 +25,7 @@ const (
 	slugRateLimited      = "rate-limited"
 	slugInternal         = "internal"
 	slugNotReady         = "not-ready"
+	slugInsufficientDisk = "insufficient-storage"
 )
 
 const problemTypePrefix = "urn:jocasta:problem:"
@@ -182,4 +183,14 @@ const (
 
 func errNotRecorded(detail string) *problem {
 	return newProblem(http.StatusNotFound, slugNotRecorded, "Not recorded", detail)
+}
+
+// errInsufficientStorage refuses a write while the disk that holds the
+// database is nearly full: the event would take space the log may need
+// for sweeps, and a full disk fails every write.
+func errInsufficientStorage(free, need uint64) *problem {
+	return newProblem(http.StatusInsufficientStorage, slugInsufficientDisk, "Not enough disk space",
+		fmt.Sprintf("the disk that holds the database has %d MiB free, under the %d MiB that writes keep in reserve: free disk space (or lower retention), then retry",
+			free>>20, need>>20)).
+		withHeader("Retry-After", "60")
 }

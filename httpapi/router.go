@@ -27,6 +27,8 @@ type server struct {
 	clientLim *limiterSet[netip.Addr]
 	failLim   *limiterSet[netip.Addr]
 	tokenLim  *limiterSet[string]
+	writeLim  *limiterSet[string]
+	space     DiskSpace
 }
 
 // route is one method and path of the API.
@@ -88,6 +90,8 @@ func build(cfg Config, deps Deps) (*server, http.Handler, error) {
 		clientLim: newLimiterSet[netip.Addr](cfg.ClientRate, cfg.ClientBurst),
 		failLim:   newLimiterSet[netip.Addr](cfg.FailedAuthRate, cfg.FailedAuthBurst),
 		tokenLim:  newLimiterSet[string](cfg.TokenRate, cfg.TokenBurst),
+		writeLim:  newLimiterSet[string](cfg.WriteRate, cfg.WriteBurst),
+		space:     deps.Space,
 	}
 	for _, o := range cfg.CORSOrigins {
 		s.origins[o] = struct{}{}

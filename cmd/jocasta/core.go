@@ -171,5 +171,6 @@ func (c *core) api(cfg *config.Config, log zerolog.Logger) (http.Handler, error)
 		ProxyHeader:    cfg.Server.ProxyHeader,
 		CORSOrigins:    cfg.Server.CORS.AllowedOrigins,
 		MCPEnabled:     cfg.Server.MCP.Enabled,
-	}, httpapi.Deps{Inventory: c.inv, Commander: c, Auth: c.access, Ready: c.run, Log: log, Now: c.now})
+	}, httpapi.Deps{Inventory: c.inv, Commander: c, Auth: c.access, Ready: c.run,
+		Space: newDiskSpace(filepath.Dir(cfg.DBFile())), Log: log, Now: c.now})
 }
