@@ -41,6 +41,12 @@ type Config struct {
 	// address is a /32 or /128 prefix. Default empty: the client address
 	// is the connection's peer.
 	TrustedProxies []netip.Prefix
+	// AllowedHosts are the host names (or addresses) this server answers
+	// to, as the Host header gives them (a port is ignored). Empty: any
+	// Host. The web interface's cookie sessions set it (the names the
+	// admin reaches the server by) so that a DNS-rebinding page cannot
+	// speak to the server as its own origin; other requests get 421.
+	AllowedHosts []string
 	// ProxyHeader (server.proxy_header): the one header the trusted
 	// proxies write the client's address to: ProxyHeaderXForwardedFor
 	// (default), ProxyHeaderForwarded or ProxyHeaderXRealIP. Every other

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"crypto/rand"
 	"fmt"
+	"net"
 	"net/http"
 	"net/netip"
 	"runtime/debug"
@@ -25,6 +26,11 @@ func chain(h http.Handler, mws ...middleware) http.Handler {
 // isAPIPath reports whether path belongs to the JSON API.
 func isAPIPath(path string) bool {
 	return path == "/api" || strings.HasPrefix(path, "/api/")
+}
+
+// isMCPPath reports whether path belongs to the MCP endpoint.
+func isMCPPath(path string) bool {
+	return path == "/mcp" || strings.HasPrefix(path, "/mcp/")
 }
 
 // requestID stores the request state and the request's logger in the
@@ -183,16 +189,56 @@ func (s *server) recoverPanic(next http.Handler) http.Handler {
 	})
 }
 
-// apiHeaders marks every /api answer as not cacheable and not sniffable.
-func apiHeaders(next http.Handler) http.Handler {
+// APICSP is the Content-Security-Policy of every answer that is not a
+// page (JSON, problems, MCP): nothing may load or frame it.
+const APICSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+
+// securityHeaders sets the headers every answer carries, on every path:
+// no sniffing, no referrer, no framing, and a CSP that allows nothing.
+// The UI replaces Content-Security-Policy with its own for pages (it
+// sets the header before writing; a handler's Set wins over this
+// default). /api answers are also never cached.
+func securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Content-Security-Policy", APICSP)
 		if isAPIPath(r.URL.Path) {
-			h := w.Header()
 			h.Set("Cache-Control", "no-store")
-			h.Set("X-Content-Type-Options", "nosniff")
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// allowedHost refuses, with 421, a request for the web interface (any
+// path outside /api and /mcp) whose Host is not one of
+// Config.AllowedHosts, when that list is set. Cookie sessions need it: a
+// page on an attacker's domain that resolves to this server (DNS
+// rebinding) must not be served as this server's origin. /api and /mcp
+// authenticate with bearer tokens, which such a page does not have.
+func (s *server) allowedHost(next http.Handler) http.Handler {
+	if len(s.hosts) == 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := s.hosts[hostOnly(r.Host)]; !ok && !isAPIPath(r.URL.Path) && !isMCPPath(r.URL.Path) {
+			writeProblem(w, r, errMisdirected(r.Host))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// hostOnly is the host of a Host header, lower case, without the port
+// and brackets.
+func hostOnly(hostport string) string {
+	h := hostport
+	if host, _, err := net.SplitHostPort(hostport); err == nil {
+		h = host
+	}
+	return strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(h, "["), "]"))
 }
 
 // CORS values sent to listed origins.

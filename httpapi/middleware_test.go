@@ -366,3 +366,68 @@ func TestConfig(t *testing.T) {
 		}
 	})
 }
+
+func TestSecurityHeadersOnEveryPath(t *testing.T) {
+	pageCSP := "default-src 'self'"
+	ui := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/page" {
+			w.Header().Set("Content-Security-Policy", pageCSP) // a page sets its own
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	for _, withUI := range []bool{false, true} {
+		cfg := httpapi.Config{}
+		if withUI {
+			cfg.UI = ui
+		}
+		e := newEnv(t, cfg)
+		for _, path := range []string{"/api/livez", "/api/devices", "/api/nothing", "/mcp", "/", "/anything/else", "/page"} {
+			resp, body := e.do("GET", path, "")
+			h := resp.Header
+			if h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Referrer-Policy") != "no-referrer" || h.Get("X-Frame-Options") != "DENY" {
+				t.Errorf("ui %v %s: headers %v (%s)", withUI, path, h, body)
+			}
+			wantCSP := httpapi.APICSP
+			if withUI && path == "/page" {
+				wantCSP = pageCSP
+			}
+			if got := h.Get("Content-Security-Policy"); got != wantCSP {
+				t.Errorf("ui %v %s: CSP %q, want %q", withUI, path, got, wantCSP)
+			}
+			if wantNoStore := strings.HasPrefix(path, "/api"); (h.Get("Cache-Control") == "no-store") != wantNoStore {
+				t.Errorf("ui %v %s: Cache-Control %q", withUI, path, h.Get("Cache-Control"))
+			}
+		}
+	}
+}
+
+func TestAllowedHosts(t *testing.T) {
+	ui := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	e := newEnv(t, httpapi.Config{UI: ui, AllowedHosts: []string{"jocasta.lan", "192.0.2.10", "[fd00::10]"}})
+	tests := []struct {
+		host, path string
+		want       int
+	}{
+		{"jocasta.lan", "/", 200},
+		{"JOCASTA.lan:8080", "/devices", 200},
+		{"192.0.2.10:8080", "/", 200},
+		{"[fd00::10]:8080", "/", 200},
+		{"attacker.example", "/", 421},
+		{"attacker.example:8080", "/devices", 421},
+		// Tokens, not cookies, guard /api and /mcp: no Host check there.
+		{"attacker.example", "/api/livez", 200},
+	}
+	for _, tc := range tests {
+		resp, body := e.do("GET", tc.path, "", func(r *http.Request) { r.Host = tc.host })
+		if resp.StatusCode != tc.want {
+			t.Errorf("Host %s %s: %d, want %d (%s)", tc.host, tc.path, resp.StatusCode, tc.want, body)
+		}
+		if tc.want == 421 && !strings.Contains(string(body), "misdirected-request") {
+			t.Errorf("Host %s: body %s", tc.host, body)
+		}
+	}
+	// Without the list, any Host is served.
+	open := newEnv(t, httpapi.Config{UI: ui})
+	resp, body := open.do("GET", "/", "", func(r *http.Request) { r.Host = "anything.example" })
+	wantStatus(t, resp, body, 200)
+}

@@ -26,6 +26,7 @@ const (
 	slugInternal         = "internal"
 	slugNotReady         = "not-ready"
 	slugInsufficientDisk = "insufficient-storage"
+	slugMisdirected      = "misdirected-request"
 )
 
 const problemTypePrefix = "urn:jocasta:problem:"
@@ -193,4 +194,9 @@ func errInsufficientStorage(free, need uint64) *problem {
 		fmt.Sprintf("the disk that holds the database has %d MiB free, under the %d MiB that writes keep in reserve: free disk space (or lower retention), then retry",
 			free>>20, need>>20)).
 		withHeader("Retry-After", "60")
+}
+
+func errMisdirected(host string) *problem {
+	return newProblem(http.StatusMisdirectedRequest, slugMisdirected, "Unknown host",
+		fmt.Sprintf("this server does not answer to the host %q: use one of the names it is configured for", host))
 }

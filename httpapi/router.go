@@ -24,6 +24,7 @@ type server struct {
 	spec  []byte // the OpenAPI document as JSON
 
 	origins   map[string]struct{}
+	hosts     map[string]struct{} // Config.AllowedHosts, by hostOnly
 	clientLim *limiterSet[netip.Addr]
 	failLim   *limiterSet[netip.Addr]
 	tokenLim  *limiterSet[string]
@@ -96,6 +97,12 @@ func build(cfg Config, deps Deps) (*server, http.Handler, error) {
 	for _, o := range cfg.CORSOrigins {
 		s.origins[o] = struct{}{}
 	}
+	if len(cfg.AllowedHosts) > 0 {
+		s.hosts = map[string]struct{}{}
+		for _, h := range cfg.AllowedHosts {
+			s.hosts[hostOnly(h)] = struct{}{}
+		}
+	}
 
 	// Each path is one mux route that dispatches on the method itself:
 	// gorilla/mux v1.8.1 loses its method mismatch when a later route
@@ -158,7 +165,8 @@ func build(cfg Config, deps Deps) (*server, http.Handler, error) {
 		s.realClient,
 		s.accessLog,
 		s.recoverPanic,
-		apiHeaders,
+		securityHeaders,
+		s.allowedHost,
 		s.corsHeaders,
 		s.clientLimit,
 		s.corsPreflight,
