@@ -59,9 +59,17 @@ type Authenticator interface {
 }
 
 // Readiness says whether the projections have caught up with the log
-// head that existed at start-up.
+// head that existed at start-up, and the service is fit to serve (its
+// database has not failed, its log verifies).
 type Readiness interface {
 	Ready() bool
+}
+
+// ReadinessDetail is an optional interface of a Readiness: why it is not
+// ready, as a sentence that says what happens or what to do. It is the
+// detail of /api/readyz's 503; "" keeps the default.
+type ReadinessDetail interface {
+	NotReadyDetail() string
 }
 
 // DiskSpace reports the space of the filesystem that holds the database.

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/jocasta/jocasta/httpapi"
+	"github.com/jocasta/jocasta/projections"
 )
 
 type opAccess int
@@ -584,5 +585,25 @@ func TestWriteReserve(t *testing.T) {
 		if got := httpapi.WriteReserve(total); got != want {
 			t.Errorf("WriteReserve(%d) = %d, want %d", total, got, want)
 		}
+	}
+}
+
+func TestStoreFailureIs503(t *testing.T) {
+	e := newEnv(t, httpapi.Config{})
+	e.cmd.mu.Lock()
+	e.cmd.failErr = fmt.Errorf("%w: store: append: commit: fdatasync: input/output error", projections.ErrWriteFailed)
+	e.cmd.mu.Unlock()
+	for _, tc := range []struct{ path, body string }{
+		{"/api/devices/dev-nas", `{"label":"x"}`},
+		{"/api/devices/dev-nas/watch", `{"watched":true}`},
+	} {
+		resp, body := e.do("PATCH", tc.path, tc.body, bearer(tokWrite), contentType("application/json"))
+		p := wantProblem(t, resp, body, 503, "store-failed")
+		if !strings.Contains(p.Detail, "unknown") || strings.Contains(string(body), "fdatasync") {
+			t.Fatalf("detail %q: must say the outcome is unknown and leak nothing internal", p.Detail)
+		}
+	}
+	if !strings.Contains(e.logs.String(), "fdatasync") {
+		t.Fatal("the cause is not in the log")
 	}
 }

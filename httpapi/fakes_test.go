@@ -250,6 +250,7 @@ type fakeCommander struct {
 	edit    *events.DeviceEdited
 	watched *bool
 	fail    bool
+	failErr error // returned instead of errInternalSecret when set
 	calls   int
 }
 
@@ -264,6 +265,9 @@ func (c *fakeCommander) EditDevice(_ context.Context, actor, id string, e events
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls++
+	if c.failErr != nil {
+		return projections.Device{}, c.failErr
+	}
 	if c.fail {
 		return projections.Device{}, errInternalSecret
 	}
@@ -306,6 +310,9 @@ func (c *fakeCommander) SetWatch(_ context.Context, actor, id string, watched bo
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls++
+	if c.failErr != nil {
+		return projections.WatchState{}, c.failErr
+	}
 	if c.fail {
 		return projections.WatchState{}, errInternalSecret
 	}

@@ -23,13 +23,19 @@ func (s *server) livez(w http.ResponseWriter, r *http.Request) error {
 }
 
 // readyz answers 200 once the projections have caught up with the log,
-// 503 (with Retry-After) before.
+// 503 (with Retry-After) before, and 503 again whenever Readiness says
+// the service is not fit to serve (a failed database, a damaged log),
+// with its ReadinessDetail as the detail.
 func (s *server) readyz(w http.ResponseWriter, r *http.Request) error {
 	if err := noQuery(r); err != nil {
 		return err
 	}
 	if !s.ready.Ready() {
-		return errNotReady()
+		detail := ""
+		if d, ok := s.ready.(ReadinessDetail); ok {
+			detail = d.NotReadyDetail()
+		}
+		return errNotReady(detail)
 	}
 	return writeJSON(w, r, http.StatusOK, statusBody{Status: "ready"})
 }

@@ -27,6 +27,7 @@ const (
 	slugNotReady         = "not-ready"
 	slugInsufficientDisk = "insufficient-storage"
 	slugMisdirected      = "misdirected-request"
+	slugStoreFailed      = "store-failed"
 )
 
 const problemTypePrefix = "urn:jocasta:problem:"
@@ -170,9 +171,11 @@ func errUnsupportedType(got string) *problem {
 		withHeader("Accept-Patch", "application/json, application/merge-patch+json")
 }
 
-func errNotReady() *problem {
-	return newProblem(http.StatusServiceUnavailable, slugNotReady, "Not ready",
-		"the projections are still catching up with the event log: retry shortly").
+func errNotReady(detail string) *problem {
+	if detail == "" {
+		detail = "the projections are still catching up with the event log: retry shortly"
+	}
+	return newProblem(http.StatusServiceUnavailable, slugNotReady, "Not ready", detail).
 		withHeader("Retry-After", "1")
 }
 
@@ -199,4 +202,13 @@ func errInsufficientStorage(free, need uint64) *problem {
 func errMisdirected(host string) *problem {
 	return newProblem(http.StatusMisdirectedRequest, slugMisdirected, "Unknown host",
 		fmt.Sprintf("this server does not answer to the host %q: use one of the names it is configured for", host))
+}
+
+// errStoreFailed answers a write the database failed to commit. Its
+// outcome is unknown: the failed fsync may or may not have reached the
+// disk, and the service restarts to settle it.
+func errStoreFailed() *problem {
+	return newProblem(http.StatusServiceUnavailable, slugStoreFailed, "Database failed",
+		"the database failed to commit the change, so whether it was applied is unknown; the service is restarting: once it answers again, read the device and send the change again if it is missing").
+		withHeader("Retry-After", "10")
 }

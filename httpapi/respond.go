@@ -42,7 +42,7 @@ func (e errorWriter) handle(h handlerFunc) http.Handler {
 
 // writeError maps err to a problem document: a *problem as it is,
 // projections.ErrNotFound to 404, projections.ErrBadCursor to 400 on the
-// cursor parameter, and everything else to a 500 that carries only the
+// cursor parameter, projections.ErrWriteFailed to 503 store-failed, and everything else to a 500 that carries only the
 // request id (the error itself is logged).
 func (e errorWriter) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	st := stateFrom(r.Context())
@@ -55,6 +55,10 @@ func (e errorWriter) writeError(w http.ResponseWriter, r *http.Request, err erro
 		p = queryError("cursor", "the cursor was not issued by this server: pass next_cursor from the previous page unchanged, or leave cursor out to start over")
 	case errors.Is(err, projections.ErrNotFound):
 		p = errPathNotFound(r.URL.Path)
+	case errors.Is(err, projections.ErrWriteFailed):
+		e.log.Error().Err(err).Str("request_id", st.id).Str("method", r.Method).
+			Str("path", r.URL.Path).Msg("httpapi: the database failed to commit a write")
+		p = errStoreFailed()
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		// The client is gone; nobody reads the answer.
 		w.WriteHeader(statusClientClosed)

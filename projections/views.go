@@ -235,4 +235,9 @@ var (
 	// ErrInvalidToken is returned for a missing, unknown, expired or
 	// revoked API token.
 	ErrInvalidToken = errors.New("invalid token")
+	// ErrWriteFailed is returned by a command whose append the database
+	// failed to commit (a write or fsync error, a full disk): whether it
+	// was applied is unknown, and the service is stopping so that a
+	// restart settles it.
+	ErrWriteFailed = errors.New("the database failed to commit the change")
 )

@@ -90,6 +90,9 @@ func (s *Store) submit(ctx context.Context, r *request) ([]events.Envelope, erro
 		return nil, err
 	}
 	r.done = make(chan result, 1)
+	if err := s.Err(); err != nil {
+		return nil, fmt.Errorf("store: append: %w (%v)", ErrFailed, err)
+	}
 	s.closeMu.RLock()
 	if s.closed {
 		s.closeMu.RUnlock()
@@ -231,9 +234,17 @@ func (s *Store) commit(batch []*request) {
 			failErr error
 		)
 		s.writeMu.Lock()
+		if err := s.Err(); err != nil {
+			s.writeMu.Unlock()
+			err = fmt.Errorf("store: append: %w (%v)", ErrFailed, err)
+			for _, r := range pending {
+				r.done <- result{err: err}
+			}
+			return
+		}
 		tip := chain{seq: s.head.Load(), hash: s.headHash}
 		copy(tip.raw[:], hashBytes(tip.hash))
-		err := s.db.Update(func(tx *bolt.Tx) error {
+		err := s.update(func(tx *bolt.Tx) error {
 			results = make([]result, len(pending))
 			lb := tx.Bucket(bLog)
 			lb.FillPercent = logFillPercent
@@ -275,7 +286,10 @@ func (s *Store) commit(batch []*request) {
 			pending = append(pending[:failed:failed], pending[failed+1:]...)
 			continue
 		}
-		err = fmt.Errorf("store: append: commit: %w", err)
+		// The commit failed (a write or fsync error): what reached the
+		// disk is unknown, and bbolt's state is no longer to be trusted.
+		s.fail(err)
+		err = fmt.Errorf("store: append: commit: %w: %w", ErrOutcomeUnknown, err)
 		for _, r := range pending {
 			r.done <- result{err: err}
 		}
@@ -383,4 +397,22 @@ func storedValue(canonical []byte, hash string) []byte {
 	v = append(v, `,"hash":"`...)
 	v = append(v, hash...)
 	return append(v, `"}`...)
+}
+
+// commitFault, when set (by tests only), fails the write transaction of
+// the writer's next batch with the error it returns, as a failed write
+// or fsync would fail its commit.
+var commitFault func() error
+
+// update is db.Update for the writer's batches, with the test fault.
+func (s *Store) update(fn func(*bolt.Tx) error) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		if commitFault != nil {
+			return commitFault()
+		}
+		return nil
+	})
 }

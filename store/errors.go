@@ -36,6 +36,18 @@ var (
 	// a newer build whose store schema this build does not know.
 	ErrSchemaVersion = errors.New("store schema version is newer than this build")
 
+	// ErrOutcomeUnknown is returned by [Store.Append] and
+	// [Store.AppendFunc] to every caller of a batch whose commit failed
+	// (a failed write or fsync, a full disk): the events may or may not
+	// be on disk, and the next start decides. The store is failed from
+	// then on (see [Store.Failed]).
+	ErrOutcomeUnknown = errors.New("the outcome of the write is unknown: the database failed to commit it")
+
+	// ErrFailed is returned by every append after a commit failed: the
+	// store writes nothing more until the process restarts and opens the
+	// file afresh.
+	ErrFailed = errors.New("the database failed after a write error and accepts no more writes until restarted")
+
 	// ErrBadEnvelope is returned by [Store.Append] and [Store.AppendFunc]
 	// for an envelope that cannot be stored: a version outside 1..current,
 	// a payload that is not JSON, or a time JSON cannot encode.

@@ -100,6 +100,37 @@ type Store struct {
 
 	// compactMu keeps Verify from walking a log that Compact is cutting.
 	compactMu sync.RWMutex
+
+	// failed is closed, and failErr set, when a commit fails: see Failed.
+	failOnce sync.Once
+	failed   chan struct{}
+	failErr  error
+}
+
+// Failed is closed when a commit has failed (a write or fsync error, a
+// full disk). bbolt cannot be trusted after that: a failed fsync may
+// still have reached the disk, and its in-memory state may no longer
+// match the file. So the store refuses every later append with ErrFailed
+// and the process should exit and let its supervisor start it again;
+// opening the file afresh settles what was written. Err says why.
+func (s *Store) Failed() <-chan struct{} { return s.failed }
+
+// Err is the commit error that failed the store, or nil.
+func (s *Store) Err() error {
+	select {
+	case <-s.failed:
+		return s.failErr
+	default:
+		return nil
+	}
+}
+
+// fail marks the store failed with err (the first failure wins).
+func (s *Store) fail(err error) {
+	s.failOnce.Do(func() {
+		s.failErr = err
+		close(s.failed)
+	})
 }
 
 // Open opens or creates the log at path. It creates the parent directory
@@ -164,6 +195,7 @@ func Open(path string, opts Options) (*Store, error) {
 		done:     make(chan struct{}),
 		maxB:     opts.MaxBatch,
 		headHash: st.headHash,
+		failed:   make(chan struct{}),
 	}
 	s.head.Store(st.head)
 	s.first.Store(st.anchor.Seq + 1)

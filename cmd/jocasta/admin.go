@@ -107,6 +107,8 @@ type core struct {
 	// progress reports long work (a replay): the daemon's log in serve,
 	// standard error for a command alone; nil says nothing.
 	progress func(format string, args ...any)
+	// health is serve's readiness (nil for a command alone).
+	health *health
 }
 
 // replayProgressEvery is how often a replay reports how far it got.
@@ -114,6 +116,9 @@ var replayProgressEvery = 2 * time.Second
 
 func (c *core) appendAndWait(ctx context.Context, evs ...events.Envelope) ([]events.Envelope, error) {
 	out, err := c.st.Append(ctx, evs...)
+	if errors.Is(err, store.ErrOutcomeUnknown) || errors.Is(err, store.ErrFailed) {
+		return nil, fmt.Errorf("%w: %w", projections.ErrWriteFailed, err)
+	}
 	if err != nil {
 		return nil, err
 	}

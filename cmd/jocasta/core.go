@@ -171,6 +171,14 @@ func (c *core) api(cfg *config.Config, log zerolog.Logger) (http.Handler, error)
 		ProxyHeader:    cfg.Server.ProxyHeader,
 		CORSOrigins:    cfg.Server.CORS.AllowedOrigins,
 		MCPEnabled:     cfg.Server.MCP.Enabled,
-	}, httpapi.Deps{Inventory: c.inv, Commander: c, Auth: c.access, Ready: c.run,
+	}, httpapi.Deps{Inventory: c.inv, Commander: c, Auth: c.access, Ready: c.readiness(),
 		Space: newDiskSpace(filepath.Dir(cfg.DBFile())), Log: log, Now: c.now})
+}
+
+// readiness is serve's health when it runs, else the runner's catch-up.
+func (c *core) readiness() httpapi.Readiness {
+	if c.health != nil {
+		return c.health
+	}
+	return c.run
 }

@@ -67,9 +67,36 @@ type daemon struct {
 	log    *lockedBuffer
 	client *http.Client
 	stop   func() error
+	// exited is closed when serve has returned (by itself or by stop),
+	// and result is what it returned.
+	exited func() <-chan struct{}
+	result func() error
 }
 
 func startDaemon(t *testing.T, cfgPath string) *daemon {
+	t.Helper()
+	d := launchDaemon(t, cfgPath)
+	// Ready means the projections caught up with the log.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := d.client.Get(d.base + "/api/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve not ready after 30s\n%s", d.log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return d
+}
+
+// launchDaemon starts serve in-process and returns once it listens,
+// without waiting for it to be ready.
+func launchDaemon(t *testing.T, cfgPath string) *daemon {
 	t.Helper()
 	cfg, err := config.Load(cfgPath, nil)
 	if err != nil {
@@ -101,12 +128,17 @@ func startDaemon(t *testing.T, cfgPath string) *daemon {
 	d := &daemon{base: "http://" + addr.String(), cfg: cfgPath, log: logs,
 		client: &http.Client{Transport: v.Transport(t, http.DefaultTransport), Timeout: 30 * time.Second}}
 	var once sync.Once
-	var stopErr error
+	var stopErr, result error
+	exited := make(chan struct{})
+	go func() { result = <-done; close(exited) }()
+	d.exited = func() <-chan struct{} { return exited }
+	d.result = func() error { <-exited; return result }
 	d.stop = func() error {
 		once.Do(func() {
 			cancel()
 			select {
-			case stopErr = <-done:
+			case <-exited:
+				stopErr = result
 			case <-time.After(10 * time.Second):
 				t.Errorf("serve did not stop within 10s\n%s", logs)
 			}
@@ -114,21 +146,6 @@ func startDaemon(t *testing.T, cfgPath string) *daemon {
 		return stopErr
 	}
 	t.Cleanup(func() { d.stop() })
-	// Ready means the projections caught up with the log.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := d.client.Get(d.base + "/api/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve not ready after 30s\n%s", logs)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 	return d
 }
 

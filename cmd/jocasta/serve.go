@@ -102,6 +102,9 @@ func tuneGC(percent int) bool {
 type serveHooks struct {
 	addr       string
 	purgeDelay time.Duration
+	// verifyFirst is when the first background verify runs (default a
+	// minute after start, once start-up work has settled).
+	verifyFirst time.Duration
 	listening  func(addr net.Addr)
 }
 
@@ -129,6 +132,7 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 		return err
 	}
 	c := &core{st: st, run: run, access: set.access, inv: set.inv, now: now, sync: run.WaitFor}
+	c.health = &health{caughtUp: run, st: st}
 	rlog := log.With().Str("component", "replay").Logger()
 	c.progress = func(format string, args ...any) { rlog.Info().Msgf(format, args...) }
 	c.projs = func() []runner.Projection {
@@ -176,6 +180,14 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 		return nil
 	})
 	g.Go(func() error { return clock.Run(gctx) })
+	g.Go(func() error { return watchStore(gctx, st, log) })
+	verifyFirst := time.Minute
+	if hooks != nil && hooks.verifyFirst > 0 {
+		verifyFirst = hooks.verifyFirst
+	}
+	g.Go(func() error {
+		return c.health.runVerify(gctx, log.With().Str("component", "verify").Logger(), verifyFirst, verifyEvery)
+	})
 	purger, err := inventory.NewPurger(st, set.inv, run, inventory.RetentionOptions{
 		History: time.Duration(cfg.Retention.History),
 		Traffic: time.Duration(cfg.Retention.Traffic),

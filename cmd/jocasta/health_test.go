@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/jocasta/jocasta/store"
+)
+
+// readyz polls /api/readyz until its status is want, returning the body.
+func readyz(t *testing.T, d *daemon, want int, within time.Duration) []byte {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	var last []byte
+	for {
+		resp, err := d.client.Get(d.base + "/api/readyz")
+		if err == nil {
+			var buf bytes.Buffer
+			buf.ReadFrom(resp.Body)
+			resp.Body.Close()
+			last = buf.Bytes()
+			if resp.StatusCode == want {
+				return last
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("readyz never answered %d within %v; last %s\n%s", want, within, last, d.log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestBackgroundVerifyFindsDamage damages one event in the middle of the
+// log behind jocasta's back; serve's background verify must find it, log
+// it and make readyz answer 503 naming the seq.
+func TestBackgroundVerifyFindsDamage(t *testing.T) {
+	cfg := writeConfig(t, t.TempDir(), noSweeps)
+	for _, name := range []string{"a", "b", "c"} {
+		if code, _, stderr := cli(t, "", "token", "create", "--config", cfg, "--name", name, "--mode", "read", "--expires", "never"); code != 0 {
+			t.Fatal(stderr)
+		}
+	}
+	dbFile := filepath.Join(filepath.Dir(cfg), "data", "jocasta.db")
+	db, err := bolt.Open(dbFile, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(store.BucketLog))
+		key := []byte{0, 0, 0, 0, 0, 0, 0, 2}
+		v := bytes.Replace(append([]byte(nil), b.Get(key)...), []byte(`"name":"b"`), []byte(`"name":"B"`), 1)
+		return b.Put(key, v)
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testHooks = &serveHooks{verifyFirst: 10 * time.Millisecond}
+	d := launchDaemon(t, cfg)
+	testHooks = nil
+	body := readyz(t, d, http.StatusServiceUnavailable, 30*time.Second)
+	var p struct{ Detail string }
+	json.Unmarshal(body, &p)
+	if !strings.Contains(p.Detail, "damaged at seq 2") {
+		t.Fatalf("readyz detail %q, want the damaged seq", p.Detail)
+	}
+	if !strings.Contains(d.log.String(), "the event log is damaged") {
+		t.Fatalf("the damage was not logged:\n%s", d.log)
+	}
+}
+
+// TestServeExitsWhenTheDatabaseFails runs serve with its database on a
+// small tmpfs, fills the disk, and sends a write: the write is answered
+// as failed with an unknown outcome, readyz turns 503 and serve stops
+// with an error for its supervisor to restart it.
+func TestServeExitsWhenTheDatabaseFails(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if inCI() {
+			t.Fatal("CI must run this test as root: it mounts a small tmpfs")
+		}
+		t.Skip("SKIPPED LOUDLY: mounting a tmpfs needs root; run as root to test a failing disk")
+	}
+	dir := t.TempDir()
+	mnt := filepath.Join(dir, "data")
+	os.MkdirAll(mnt, 0o700)
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("mount tmpfs: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
+	cfg := writeConfig(t, dir, noSweeps)
+	d := startDaemon(t, cfg)
+	// Fill what is left of the disk.
+	filler, err := os.Create(filepath.Join(mnt, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := bytes.Repeat([]byte{1}, 64<<10)
+	for {
+		if _, err := filler.Write(chunk); err != nil {
+			break
+		}
+	}
+	filler.Close()
+	// Writes through the control socket until one fails.
+	var failed string
+	for i := range 2000 {
+		code, _, stderr := cli(t, "", "token", "create", "--config", cfg, "--name", "t"+strings.Repeat("x", 40)+string(rune('a'+i%26))+strings.Repeat("y", i%10),
+			"--mode", "read", "--expires", "never")
+		if code != 0 {
+			failed = stderr
+			break
+		}
+	}
+	if failed == "" {
+		t.Fatal("no write failed on a full disk")
+	}
+	if !strings.Contains(failed, "unknown") {
+		t.Fatalf("the failed write said %q; it must say its outcome is unknown", failed)
+	}
+	select {
+	case <-d.exited():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("serve still runs 10 s after its database failed\n%s", d.log)
+	}
+	if err := d.result(); err == nil || !strings.Contains(err.Error(), "database failed") {
+		t.Fatalf("serve returned %v, want the database failure", err)
+	}
+	if !errors.Is(d.result(), store.ErrOutcomeUnknown) && !strings.Contains(d.log.String(), "outcome of that write is unknown") {
+		t.Fatalf("the log does not say why serve stopped:\n%s", d.log)
+	}
+}
