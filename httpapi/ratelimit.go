@@ -104,33 +104,6 @@ func (s *limiterSet[K]) take(key K, now time.Time) (ok bool, retry time.Duration
 	return true, 0
 }
 
-// check says whether a token is left, without spending it.
-func (s *limiterSet[K]) check(key K, now time.Time) (ok bool, retry time.Duration) {
-	if s.limit == rate.Inf {
-		return true, 0
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	tokens := s.get(key, now).TokensAt(now)
-	if tokens >= 1 {
-		return true, 0
-	}
-	if s.limit <= 0 {
-		return false, time.Hour
-	}
-	return false, time.Duration((1 - tokens) / float64(s.limit) * float64(time.Second))
-}
-
-// spend takes a token if one is left (used to count failures).
-func (s *limiterSet[K]) spend(key K, now time.Time) {
-	if s.limit == rate.Inf {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.get(key, now).AllowN(now, 1)
-}
-
 // retryAfter turns a wait into whole seconds for Retry-After (at least 1).
 func retryAfter(d time.Duration) int {
 	s := int(math.Ceil(d.Seconds()))

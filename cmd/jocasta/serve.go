@@ -105,7 +105,7 @@ type serveHooks struct {
 	// verifyFirst is when the first background verify runs (default a
 	// minute after start, once start-up work has settled).
 	verifyFirst time.Duration
-	listening  func(addr net.Addr)
+	listening   func(addr net.Addr)
 }
 
 // serve runs the service until ctx is done, then stops within stopBudget.
