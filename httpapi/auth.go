@@ -150,3 +150,10 @@ func (s *server) spaceLeft() (free, need uint64, ok bool) {
 	need = WriteReserve(total)
 	return free, need, free >= need
 }
+
+// TokenActor is the actor of a token's edits in the log: its name, for
+// people, and its id, which is unique for good (a revoked token's name
+// may be given to a new one): "ansible (tok_3kF9aZ1qPx)".
+func TokenActor(p projections.Principal) string {
+	return p.Name + " (" + p.TokenID + ")"
+}

@@ -121,7 +121,7 @@ func noQuery(r *http.Request) error {
 
 // patchDevice applies a user's edit. Checks in order: token (401/403),
 // content type (415), size (413), body (400), device (404). The edit is
-// appended as a device.edited event with the token's name as actor; the
+// appended as a device.edited event with the token as actor; the
 // answer, the whole device, is sent only once the event is durable.
 func (s *server) patchDevice(w http.ResponseWriter, r *http.Request) error {
 	if err := noQuery(r); err != nil {
@@ -140,7 +140,7 @@ func (s *server) patchDevice(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p, _ := PrincipalFromContext(r.Context())
-	d, err := s.cmd.EditDevice(r.Context(), p.Name, id, edit)
+	d, err := s.cmd.EditDevice(r.Context(), TokenActor(p), id, edit)
 	if errors.Is(err, projections.ErrNotFound) {
 		return errDeviceNotFound(id)
 	}
@@ -168,7 +168,7 @@ func (s *server) patchWatch(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p, _ := PrincipalFromContext(r.Context())
-	ws, err := s.cmd.SetWatch(r.Context(), p.Name, id, watched)
+	ws, err := s.cmd.SetWatch(r.Context(), TokenActor(p), id, watched)
 	if errors.Is(err, projections.ErrNotFound) {
 		return errDeviceNotFound(id)
 	}

@@ -306,6 +306,8 @@ func TestBadBody(t *testing.T) {
 		{"type 65 characters", "", `{"type":"` + strings.Repeat("t", 65) + `"}`, []string{"/type"}},
 		{"notes 4097 characters", "", `{"notes":"` + strings.Repeat("n", 4097) + `"}`, []string{"/notes"}},
 		{"control character", "", `{"label":"a\u0007b"}`, []string{"/label"}},
+		{"bidirectional override", "", `{"label":"abc\u202egnp.exe"}`, []string{"/label"}},
+		{"lone surrogate", "", `{"notes":"a\ud800b"}`, []string{"/notes"}},
 		{"newline in label", "", `{"label":"a\nb"}`, []string{"/label"}},
 		{"empty string", "", `{"label":""}`, []string{"/label"}},
 		{"several", "", `{"label":1,"x":2,"notes":[]}`, []string{"/label", "/x", "/notes"}},

@@ -9,7 +9,6 @@ import (
 	"mime"
 	"net/http"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/jocasta/jocasta/events"
@@ -241,15 +240,7 @@ func checkText(v string, max int, multiline bool) string {
 	if n := utf8.RuneCountInString(v); n > max {
 		return fmt.Sprintf("%d characters long: use at most %d", n, max)
 	}
-	for _, c := range v {
-		if multiline && (c == '\n' || c == '\r' || c == '\t') {
-			continue
-		}
-		if unicode.IsControl(c) {
-			return fmt.Sprintf("contains the control character %U: remove it", c)
-		}
-	}
-	return ""
+	return events.CheckText(v, multiline)
 }
 
 // encodeDeviceEdit writes e as a merge-patch body that decodeDeviceEdit

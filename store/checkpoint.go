@@ -36,3 +36,18 @@ func SetCheckpoint(tx *bolt.Tx, consumer string, seq uint64) error {
 	}
 	return nil
 }
+
+// HeadTx is the seq of the last event as tx sees it, events appended
+// earlier in the same transaction included (the requests of one group
+// commit before an AppendFunc's). A decide compares it with the head its
+// caller's read models had caught up with: equal means nothing was
+// appended since, so what they say is current.
+func HeadTx(tx *bolt.Tx) uint64 {
+	if k, _ := tx.Bucket(bLog).Cursor().Last(); k != nil {
+		if seq, ok := u64(k); ok {
+			return seq
+		}
+	}
+	head, _ := u64(tx.Bucket(bMeta).Get(metaHead))
+	return head
+}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/jocasta/jocasta/events"
 	"github.com/jocasta/jocasta/projections"
 	"github.com/jocasta/jocasta/projections/access"
@@ -114,6 +116,55 @@ type core struct {
 // replayProgressEvery is how often a replay reports how far it got.
 var replayProgressEvery = 2 * time.Second
 
+// errStale says the log moved past the head a decision was read at.
+var errStale = errors.New("the log moved while deciding")
+
+// decideTries bounds how often appendDecided re-reads after the log moved
+// under it; each try waits for the projections, so a busy log settles
+// within a few.
+const decideTries = 20
+
+// appendDecided appends the event decide returns (nil: nothing), deciding
+// inside the append: decide reads the projections once they have applied
+// the head, and the append goes through only if the head is still the
+// same inside the write transaction, so what decide read was current
+// (a no-op is not appended; a name checked free is still free). When the
+// log moved, it reads again. It returns once the projections have applied
+// what it appended.
+func (c *core) appendDecided(ctx context.Context, decide func() (*events.Envelope, error)) error {
+	for range decideTries {
+		head := c.st.Head()
+		if err := c.sync(ctx, head); err != nil {
+			return fmt.Errorf("wait for projections: %w", err)
+		}
+		out, err := c.st.AppendFunc(ctx, func(tx *bolt.Tx) ([]events.Envelope, error) {
+			if store.HeadTx(tx) != head {
+				return nil, errStale
+			}
+			e, err := decide()
+			if err != nil || e == nil {
+				return nil, err
+			}
+			return []events.Envelope{*e}, nil
+		})
+		switch {
+		case errors.Is(err, errStale):
+			continue
+		case errors.Is(err, store.ErrOutcomeUnknown), errors.Is(err, store.ErrFailed):
+			return fmt.Errorf("%w: %w", projections.ErrWriteFailed, err)
+		case err != nil:
+			return err
+		case len(out) == 0:
+			return nil
+		}
+		if err := c.sync(ctx, out[len(out)-1].Seq); err != nil {
+			return fmt.Errorf("wait for projections: %w", err)
+		}
+		return nil
+	}
+	return fmt.Errorf("the log kept moving while deciding (%d tries): retry", decideTries)
+}
+
 func (c *core) appendAndWait(ctx context.Context, evs ...events.Envelope) ([]events.Envelope, error) {
 	out, err := c.st.Append(ctx, evs...)
 	if errors.Is(err, store.ErrOutcomeUnknown) || errors.Is(err, store.ErrFailed) {
@@ -130,8 +181,8 @@ func (c *core) appendAndWait(ctx context.Context, evs ...events.Envelope) ([]eve
 
 func (c *core) TokenCreate(ctx context.Context, req tokenCreateReq) (tokenCreateResp, error) {
 	name := strings.TrimSpace(req.Name)
-	if name == "" || len(name) > 64 {
-		return tokenCreateResp{}, userErrorf("token name must be 1 to 64 characters")
+	if err := access.ValidateTokenName(name); err != nil {
+		return tokenCreateResp{}, userErrorf("token name %q: %v", name, err)
 	}
 	if req.Mode != events.ModeRead && req.Mode != events.ModeReadWrite {
 		return tokenCreateResp{}, userErrorf("token mode %q: want read or read_write", req.Mode)
@@ -141,20 +192,22 @@ func (c *core) TokenCreate(ctx context.Context, req tokenCreateReq) (tokenCreate
 	if err != nil {
 		return tokenCreateResp{}, userErrorf("token expiry %q: want never, 30d, 90d or 1y", req.Expires)
 	}
-	if err := c.sync(ctx, c.st.Head()); err != nil {
-		return tokenCreateResp{}, err
-	}
-	if c.access.TokenNameTaken(name) {
-		return tokenCreateResp{}, userErrorf("a token named %q already exists; revoke it or choose another name", name)
-	}
 	secret, sum := access.NewTokenSecret()
 	id := access.TokenID()
-	e, err := events.New(events.KindTokenCreated, events.TokenCreated{TokenID: id, Name: name, Mode: req.Mode, ExpiresAt: exp, SecretSHA256: sum}, now)
+	// The name is checked free inside the append: two creations with one
+	// name cannot both pass.
+	err = c.appendDecided(ctx, func() (*events.Envelope, error) {
+		if c.access.TokenNameTaken(name) {
+			return nil, userErrorf("a token named %q already exists; revoke it or choose another name", name)
+		}
+		e, err := events.New(events.KindTokenCreated, events.TokenCreated{TokenID: id, Name: name, Mode: req.Mode, ExpiresAt: exp, SecretSHA256: sum}, now)
+		if err != nil {
+			return nil, err
+		}
+		e.Source, e.Actor, e.Stream = "cli", req.Actor, "token/"+id
+		return &e, nil
+	})
 	if err != nil {
-		return tokenCreateResp{}, err
-	}
-	e.Source, e.Actor, e.Stream = "cli", req.Actor, "token/"+id
-	if _, err := c.appendAndWait(ctx, e); err != nil {
 		return tokenCreateResp{}, err
 	}
 	tok, err := c.access.Token(id)

@@ -6,10 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/jocasta/jocasta/httpapi"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/jocasta/jocasta/httpapi"
 
 	"github.com/jocasta/jocasta/cmd/internal/config"
 	"github.com/jocasta/jocasta/events"
@@ -132,36 +133,94 @@ func logf(log zerolog.Logger) func(string, ...any) {
 }
 
 // EditDevice implements httpapi.Commander: it appends device.edited with
-// the actor and returns the device once the projections applied it.
+// the actor and returns the device once the projections applied it. An
+// edit that changes nothing (every field already has the value given) is
+// not appended: it is decided inside the append, against the device as
+// of the log's head, so a stream of identical edits cannot grow the log.
 func (c *core) EditDevice(ctx context.Context, actor, id string, edit events.DeviceEdited) (projections.Device, error) {
-	if _, err := c.inv.Device(ctx, id); err != nil {
-		return projections.Device{}, err
-	}
-	e, err := events.New(events.KindDeviceEdited, edit, c.now())
+	err := c.appendDecided(ctx, func() (*events.Envelope, error) {
+		d, err := c.inv.Device(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if !editChanges(d, edit) {
+			return nil, nil
+		}
+		e, err := events.New(events.KindDeviceEdited, edit, c.now())
+		if err != nil {
+			return nil, err
+		}
+		e.Source, e.Actor, e.Device, e.Stream = "api", actor, id, "device/"+id
+		return &e, nil
+	})
 	if err != nil {
-		return projections.Device{}, err
-	}
-	e.Source, e.Actor, e.Device, e.Stream = "api", actor, id, "device/"+id
-	if _, err := c.appendAndWait(ctx, e); err != nil {
 		return projections.Device{}, err
 	}
 	return c.inv.Device(ctx, id)
 }
 
-// SetWatch implements httpapi.Commander.
+// SetWatch implements httpapi.Commander. Setting the watch a device
+// already has appends nothing (decided as EditDevice decides).
 func (c *core) SetWatch(ctx context.Context, actor, id string, watched bool) (projections.WatchState, error) {
-	if _, err := c.inv.Device(ctx, id); err != nil {
-		return projections.WatchState{}, err
-	}
-	e, err := events.New(events.KindDeviceWatchSet, events.DeviceWatchSet{Watched: watched}, c.now())
+	err := c.appendDecided(ctx, func() (*events.Envelope, error) {
+		d, err := c.inv.Device(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if d.Watched == watched {
+			return nil, nil
+		}
+		e, err := events.New(events.KindDeviceWatchSet, events.DeviceWatchSet{Watched: watched}, c.now())
+		if err != nil {
+			return nil, err
+		}
+		e.Source, e.Actor, e.Device, e.Stream = "api", actor, id, "device/"+id
+		return &e, nil
+	})
 	if err != nil {
 		return projections.WatchState{}, err
 	}
-	e.Source, e.Actor, e.Device, e.Stream = "api", actor, id, "device/"+id
-	if _, err := c.appendAndWait(ctx, e); err != nil {
-		return projections.WatchState{}, err
-	}
 	return c.inv.WatchState(id)
+}
+
+// editChanges reports whether applying edit to d changes any field.
+func editChanges(d projections.Device, edit events.DeviceEdited) bool {
+	differs := func(cur *string, to *string) bool {
+		return to != nil && (cur == nil || *cur != *to)
+	}
+	if differs(d.Label, edit.Label) || differs(d.Group, edit.Group) || differs(d.Type, edit.Type) || differs(d.Notes, edit.Notes) {
+		return true
+	}
+	if edit.Ignored != nil && *edit.Ignored != d.Ignored {
+		return true
+	}
+	for _, f := range edit.Cleared {
+		switch f {
+		case "label":
+			if d.Label != nil {
+				return true
+			}
+		case "group":
+			if d.Group != nil {
+				return true
+			}
+		case "type":
+			if d.Type != nil {
+				return true
+			}
+		case "notes":
+			if d.Notes != nil {
+				return true
+			}
+		case "ignored":
+			if d.Ignored {
+				return true
+			}
+		default:
+			return true // a field this check does not know: let the event decide
+		}
+	}
+	return false
 }
 
 // api builds the HTTP API over the core's projections.

@@ -8,7 +8,6 @@ import (
 	"math/big"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/jocasta/jocasta/events"
@@ -125,15 +124,14 @@ func ValidateMode(mode string) error {
 }
 
 // ValidateTokenName checks a token name: 1 to 64 characters of valid
-// UTF-8, no control characters, not only spaces.
+// UTF-8, not only spaces, and nothing events.CheckText refuses (control
+// and bidirectional characters, U+FFFD).
 func ValidateTokenName(name string) error {
 	if !utf8.ValidString(name) || strings.TrimSpace(name) == "" || utf8.RuneCountInString(name) > 64 {
 		return ErrBadTokenName
 	}
-	for _, r := range name {
-		if unicode.IsControl(r) {
-			return ErrBadTokenName
-		}
+	if p := events.CheckText(name, false); p != "" {
+		return fmt.Errorf("%w: it %s", ErrBadTokenName, p)
 	}
 	return nil
 }

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jocasta/jocasta/projections"
+)
+
+// TestNoOpEditsAppendNothing: an edit or a watch that changes nothing is
+// answered 200 with the device and appends no event, so a token repeating
+// one PATCH cannot grow the log. A real change still appends one, with
+// the token (name and id) as actor.
+func TestNoOpEditsAppendNothing(t *testing.T) {
+	cfgPath := writeConfig(t, t.TempDir(), noSweeps)
+	now := time.Now().UTC().Truncate(time.Second)
+	seed(t, cfgPath, sweepAt(now.Add(-time.Minute), hostSpec{"10.9.0.10", "00:1b:63:00:00:01", "alpha.lab"}))
+	d := startDaemon(t, cfgPath)
+	code, out, _ := cli(t, "", "token", "create", "--config", cfgPath, "--name", "ansible", "--mode", "read_write", "--expires", "never", "--json")
+	if code != 0 {
+		t.Fatal("token create failed")
+	}
+	var created struct {
+		Secret string
+		Token  struct{ ID string }
+	}
+	if err := json.Unmarshal([]byte(out), &created); err != nil || created.Token.ID == "" {
+		t.Fatalf("token create --json: %v %s", err, out)
+	}
+	_, body := d.do(t, "GET", "/api/devices", created.Secret, "", "")
+	var page projections.Page[projections.Device]
+	if err := json.Unmarshal(body, &page); err != nil || len(page.Items) != 1 {
+		t.Fatalf("devices: %s", body)
+	}
+	id := page.Items[0].ID
+	changes := func(kind string) []projections.ChangeEntry {
+		t.Helper()
+		code, body := d.do(t, "GET", "/api/events?device="+id+"&kind="+kind, created.Secret, "", "")
+		var p projections.Page[projections.ChangeEntry]
+		if code != 200 || json.Unmarshal(body, &p) != nil {
+			t.Fatalf("events: %d %s", code, body)
+		}
+		return p.Items
+	}
+	// events counts the log events behind the change-log entries of a
+	// kind (one edit of two fields is one event and two entries).
+	events := func(kind string) int {
+		t.Helper()
+		seqs := map[uint64]bool{}
+		for _, c := range changes(kind) {
+			seqs[c.Seq] = true
+		}
+		return len(seqs)
+	}
+	notes := strings.Repeat("n", 4000)
+	edit := fmt.Sprintf(`{"label":"printer","notes":%q,"ignored":false}`, notes)
+	for i := range 5 {
+		if code, body := d.do(t, "PATCH", "/api/devices/"+id, created.Secret, "application/json", edit); code != 200 || !strings.Contains(string(body), `"label":"printer"`) {
+			t.Fatalf("edit %d: %d %s", i, code, body)
+		}
+	}
+	if n := events("device.edited"); n != 1 {
+		t.Fatalf("%d device.edited events after one edit sent five times, want 1", n)
+	}
+	// Clearing a field that is already empty changes nothing either.
+	if code, body := d.do(t, "PATCH", "/api/devices/"+id, created.Secret, "application/merge-patch+json", `{"group":null}`); code != 200 {
+		t.Fatalf("clear: %d %s", code, body)
+	}
+	if n := events("device.edited"); n != 1 {
+		t.Fatalf("%d device.edited events after clearing an empty field, want 1", n)
+	}
+	if code, body := d.do(t, "PATCH", "/api/devices/"+id, created.Secret, "application/json", `{"label":"laser printer"}`); code != 200 {
+		t.Fatalf("second edit: %d %s", code, body)
+	}
+	if n := events("device.edited"); n != 2 {
+		t.Fatalf("%d device.edited events after a real change, want 2", n)
+	}
+	edits := changes("device.edited")
+	if want := "ansible (" + created.Token.ID + ")"; edits[0].Actor != want {
+		t.Fatalf("actor %q, want %q", edits[0].Actor, want)
+	}
+	for range 3 {
+		if code, body := d.do(t, "PATCH", "/api/devices/"+id+"/watch", created.Secret, "application/json", `{"watched":true}`); code != 200 {
+			t.Fatalf("watch: %d %s", code, body)
+		}
+	}
+	if n := events("device.watch_started"); n != 1 {
+		t.Fatalf("%d watch_started entries after watching three times, want 1", n)
+	}
+}
+
+// TestTokenNames: names are checked with the token-name rules and are
+// unique even when two creations race.
+func TestTokenNames(t *testing.T) {
+	cfgPath := writeConfig(t, t.TempDir(), noSweeps)
+	startDaemon(t, cfgPath)
+	for _, bad := range []string{"bell\x07", "new\nline", "abc\u202egnp", "  "} {
+		if code, _, stderr := cli(t, "", "token", "create", "--config", cfgPath, "--name", bad, "--mode", "read", "--expires", "never"); code != exitUser || !strings.Contains(stderr, "token name") {
+			t.Errorf("name %q: exit %d %q, want a refusal", bad, code, stderr)
+		}
+	}
+	const racers = 8
+	var wg sync.WaitGroup
+	codes := make([]int, racers)
+	for i := range racers {
+		wg.Go(func() {
+			codes[i], _, _ = cli(t, "", "token", "create", "--config", cfgPath, "--name", "shared", "--mode", "read", "--expires", "never")
+		})
+	}
+	wg.Wait()
+	ok := 0
+	for _, c := range codes {
+		if c == 0 {
+			ok++
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d of %d concurrent creations of one name succeeded, want exactly 1", ok, racers)
+	}
+	_, out, _ := cli(t, "", "token", "list", "--config", cfgPath)
+	if n := strings.Count(out, " shared "); n != 1 {
+		t.Fatalf("%d tokens named shared listed:\n%s", n, out)
+	}
+}
