@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -27,7 +26,7 @@ func openAdmin(e *env, cfgPath string) (a admin, close func() error, err error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	if s, ok := dialControl(cfg.SocketPath()); ok {
+	if s, ok := dialControl(cfg.SocketPath(), dbFileAbs(cfg)); ok {
 		return s, func() error { return nil }, nil
 	}
 	c, err := openCore(e.ctx, cfg, nopLogger())
@@ -38,13 +37,10 @@ func openAdmin(e *env, cfgPath string) (a admin, close func() error, err error) 
 	return c, c.Close, nil
 }
 
-// actor names who runs an admin command: cli:<os user>.
-func actor() string {
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		return "cli:" + u.Username
-	}
-	return "cli"
-}
+// actor names who runs an admin command: cli:<os user>. A serve that
+// carries the command out through its control socket takes the actor
+// from the socket's peer credentials instead (see listenControl).
+func actor() string { return uidActor(os.Getuid()) }
 
 func withAdmin(e *env, cfgPath string, f func(admin) error) error {
 	a, closeFn, err := openAdmin(e, cfgPath)

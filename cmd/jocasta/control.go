@@ -10,12 +10,17 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
+	"github.com/jocasta/jocasta/cmd/internal/config"
 	"github.com/jocasta/jocasta/projections"
 	"github.com/jocasta/jocasta/store"
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 )
 
 // The control socket: while serve runs, admin commands reach it over HTTP
@@ -35,7 +40,14 @@ type controlServer struct {
 // listenControl creates the socket with mode 0600. A stale socket left by a
 // killed serve is removed; the database lock already guarantees no other
 // serve holds this database.
-func listenControl(path string, a admin, log zerolog.Logger) (*controlServer, error) {
+//
+// Every request names the database its command meant (dbHeader, the
+// absolute path of <db.path>/<db.name>): two configurations may share a
+// db.path, and so a socket, with different db.name; a request for another
+// file is refused instead of being carried out on this one. The actor of
+// a write is taken from the socket's peer credentials (the uid of the
+// process that connected), not from the request.
+func listenControl(path, dbFile string, a admin, log zerolog.Logger) (*controlServer, error) {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("control socket: remove stale %s: %w", path, err)
 	}
@@ -54,6 +66,12 @@ func listenControl(path string, a admin, log zerolog.Logger) (*controlServer, er
 	handle := func(op string, f func(ctx context.Context, body []byte, w http.ResponseWriter) error) {
 		mux.HandleFunc("POST /v1/"+op, func(w http.ResponseWriter, r *http.Request) {
 			body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+			if want := r.Header.Get(dbHeader); err == nil && want != dbFile {
+				if want == "" {
+					want = "(not named: an older jocasta binary?)"
+				}
+				err = userErrorf("this control socket serves the database %s, not %s: give each database its own db.path, or stop the serve of %s first", dbFile, want, dbFile)
+			}
 			if err == nil {
 				err = f(r.Context(), body, w)
 			}
@@ -82,15 +100,70 @@ func listenControl(path string, a admin, log zerolog.Logger) (*controlServer, er
 	handle("replay", unary(a.Replay))
 	handle("log/export", streaming(streams, a.LogExport))
 	handle("log/tail", streaming(streams, a.LogTail))
-	cs := &controlServer{path: path, ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, endStreams: endStreams}
+	cs := &controlServer{path: path, ln: ln, endStreams: endStreams, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, peerKey{}, peerActor(c))
+		}}}
 	return cs, nil
 }
+
+// dbHeader names, in each control request, the database file the command
+// is for.
+const dbHeader = "X-Jocasta-Database"
+
+// peerKey holds, in a control request's context, the actor derived from
+// the connection's peer credentials.
+type peerKey struct{}
+
+// peerActor names the process at the other end of a control connection:
+// "cli:<user>" from the uid of its peer credentials (SO_PEERCRED), or
+// "cli:uid <n>" when the uid has no name; "cli" if the kernel says nothing.
+func peerActor(c net.Conn) string {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return "cli"
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return "cli"
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil || cerr != nil {
+		return "cli"
+	}
+	return uidActor(int(cred.Uid))
+}
+
+// uidActor is the CLI actor of a uid: "cli:<user name>", or "cli:uid <n>".
+func uidActor(uid int) string {
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil && u.Username != "" {
+		return "cli:" + u.Username
+	}
+	return "cli:uid " + strconv.Itoa(uid)
+}
+
+// actorSetter is a request whose actor the control server fills in.
+type actorSetter interface{ setActor(string) }
+
+func (r *tokenCreateReq) setActor(a string) { r.Actor = a }
+func (r *idReq) setActor(a string)          { r.Actor = a }
+func (r *userReq) setActor(a string)        { r.Actor = a }
 
 func unary[Req, Resp any](f func(context.Context, Req) (Resp, error)) func(context.Context, []byte, http.ResponseWriter) error {
 	return func(ctx context.Context, body []byte, w http.ResponseWriter) error {
 		var req Req
 		if err := json.Unmarshal(body, &req); err != nil {
 			return userErrorf("control: bad request: %v", err)
+		}
+		if s, ok := any(&req).(actorSetter); ok {
+			a, _ := ctx.Value(peerKey{}).(string)
+			if a == "" {
+				a = "cli"
+			}
+			s.setActor(a)
 		}
 		resp, err := f(ctx, req)
 		if err != nil {
@@ -168,11 +241,13 @@ func (c *controlServer) Shutdown(ctx context.Context) error {
 // socketAdmin forwards admin operations to a running serve.
 type socketAdmin struct {
 	client *http.Client
+	dbFile string // the database the commands are for (dbHeader)
 }
 
 // dialControl connects to a running serve's control socket; ok is false
-// when no serve answers there.
-func dialControl(path string) (*socketAdmin, bool) {
+// when no serve answers there. Its requests are for the database dbFile
+// (serve refuses them if it serves another).
+func dialControl(path, dbFile string) (*socketAdmin, bool) {
 	conn, err := net.DialTimeout("unix", path, time.Second)
 	if err != nil {
 		return nil, false
@@ -182,7 +257,7 @@ func dialControl(path string) (*socketAdmin, bool) {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", path)
 	}}
-	return &socketAdmin{client: &http.Client{Transport: tr}}, true
+	return &socketAdmin{client: &http.Client{Transport: tr}, dbFile: dbFile}, true
 }
 
 func (s *socketAdmin) post(ctx context.Context, op string, req any) (*http.Response, error) {
@@ -194,6 +269,7 @@ func (s *socketAdmin) post(ctx context.Context, op string, req any) (*http.Respo
 	if err != nil {
 		return nil, err
 	}
+	hr.Header.Set(dbHeader, s.dbFile)
 	resp, err := s.client.Do(hr)
 	if err != nil {
 		return nil, fmt.Errorf("control socket: %w", err)
@@ -290,4 +366,15 @@ func (s *socketAdmin) LogExport(ctx context.Context, r exportReq, w io.Writer) e
 }
 func (s *socketAdmin) LogTail(ctx context.Context, r tailReq, w io.Writer) error {
 	return s.stream(ctx, "log/tail", r, w)
+}
+
+// dbFileAbs is the database file of cfg as an absolute, cleaned path (the
+// same file named two ways compares equal; a link is not followed, since
+// the file may not exist yet).
+func dbFileAbs(cfg *config.Config) string {
+	p, err := filepath.Abs(cfg.DBFile())
+	if err != nil {
+		return filepath.Clean(cfg.DBFile())
+	}
+	return p
 }

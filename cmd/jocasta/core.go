@@ -107,7 +107,7 @@ func openStore(cfg *config.Config) (*store.Store, error) {
 // another serve answers on the control socket, and within
 // serveLockTimeout when another process holds the database.
 func openServeStore(cfg *config.Config) (*store.Store, error) {
-	if _, ok := dialControl(cfg.SocketPath()); ok {
+	if _, ok := dialControl(cfg.SocketPath(), dbFileAbs(cfg)); ok {
 		return nil, fmt.Errorf("jocasta serve already runs on %s (its control socket %s answers); stop it first, or give this one another db.path", cfg.DBFile(), cfg.SocketPath())
 	}
 	st, err := openStoreWithin(cfg, serveLockTimeout)

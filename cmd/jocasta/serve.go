@@ -154,7 +154,7 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 		st.Close()
 		return fmt.Errorf("listen on %s (server.host, server.port): %w", addr, err)
 	}
-	control, err := listenControl(cfg.SocketPath(), c, log)
+	control, err := listenControl(cfg.SocketPath(), dbFileAbs(cfg), c, log)
 	if err != nil {
 		ln.Close()
 		st.Close()

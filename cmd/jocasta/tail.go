@@ -30,7 +30,7 @@ const tailLockTimeout = 100 * time.Millisecond
 func followLog(ctx context.Context, cfg *config.Config, from uint64, w io.Writer) error {
 	sw := &seqWriter{w: w, next: from}
 	for ctx.Err() == nil {
-		if s, ok := dialControl(cfg.SocketPath()); ok {
+		if s, ok := dialControl(cfg.SocketPath(), dbFileAbs(cfg)); ok {
 			err := s.LogTail(ctx, tailReq{From: sw.next}, sw)
 			// A stream that ended cleanly leaves its connection idle in
 			// this client's pool, which the next round does not use.
