@@ -3,7 +3,6 @@ package config
 import (
 	"net/url"
 	"reflect"
-	"strings"
 )
 
 // RedactedText is the text that replaces a secret.
@@ -11,8 +10,8 @@ const RedactedText = "[redacted]"
 
 // Redacted returns a deep copy of c in which every secret is replaced by
 // "[redacted]": plugin passwords and tokens, the push token, the webhook
-// secret, the whole http url and every http header value. In push and
-// webhook URLs, a password in the user info and the query are replaced.
+// secret, the whole http url and every http header value. Push and
+// webhook URLs keep only their scheme and host.
 // Empty secrets stay empty (showing that none is set gives nothing away).
 func (c *Config) Redacted() *Config {
 	out := deepCopy(reflect.ValueOf(*c)).Interface().(Config)
@@ -57,38 +56,20 @@ func redactSection(f *field, v reflect.Value) {
 	}
 }
 
-// redactURL replaces the password in the user info (by REDACTED), the whole
-// query and the fragment of a URL; a URL that does not parse is replaced
-// whole.
+// redactURL keeps the scheme and host of a URL and replaces the rest:
+// the path (an ntfy topic is its own password; a chat webhook's path
+// holds its token), the user info, the query and the fragment. A URL with
+// nothing past its host is kept as it is; one that does not parse is
+// replaced whole. Redacting twice changes nothing.
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil {
+	if err != nil || u.Scheme == "" || u.Host == "" {
 		return RedactedText
 	}
-	if u.User == nil && u.RawQuery == "" && u.Fragment == "" {
+	if u.User == nil && (u.Path == "" || u.Path == "/") && u.RawQuery == "" && !u.ForceQuery && u.Fragment == "" {
 		return raw
 	}
-	var b strings.Builder
-	b.WriteString(u.Scheme)
-	b.WriteString("://")
-	if u.User != nil {
-		b.WriteString(u.User.Username())
-		if _, has := u.User.Password(); has {
-			// Without brackets, which user info may not hold: the result
-			// parses again, so redacting twice changes nothing.
-			b.WriteString(":REDACTED")
-		}
-		b.WriteString("@")
-	}
-	b.WriteString(u.Host)
-	b.WriteString(u.EscapedPath())
-	if u.RawQuery != "" || u.ForceQuery {
-		b.WriteString("?" + RedactedText)
-	}
-	if u.Fragment != "" {
-		b.WriteString("#" + RedactedText)
-	}
-	return b.String()
+	return u.Scheme + "://" + u.Host + "/" + RedactedText
 }
 
 // deepCopy copies v, following pointers, maps and slices, so that changing
