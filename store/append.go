@@ -90,6 +90,9 @@ func (s *Store) submit(ctx context.Context, r *request) ([]events.Envelope, erro
 		return nil, err
 	}
 	r.done = make(chan result, 1)
+	if s.readOnly {
+		return nil, fmt.Errorf("store: append: %w", ErrReadOnly)
+	}
 	if err := s.Err(); err != nil {
 		return nil, fmt.Errorf("store: append: %w (%v)", ErrFailed, err)
 	}

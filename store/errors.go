@@ -48,6 +48,14 @@ var (
 	// file afresh.
 	ErrFailed = errors.New("the database failed after a write error and accepts no more writes until restarted")
 
+	// ErrNoDatabase is returned by [Open] with Options.MustExist or
+	// ReadOnly when the file does not exist.
+	ErrNoDatabase = errors.New("no database file there")
+
+	// ErrReadOnly is returned by every append to a store opened with
+	// Options.ReadOnly.
+	ErrReadOnly = errors.New("the database is open read-only")
+
 	// ErrBadEnvelope is returned by [Store.Append] and [Store.AppendFunc]
 	// for an envelope that cannot be stored: a version outside 1..current,
 	// a payload that is not JSON, or a time JSON cannot encode.

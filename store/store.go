@@ -45,6 +45,16 @@ type Options struct {
 	MaxBatch int
 	// Registry holds the kinds Append accepts. Default events.Default.
 	Registry *events.Registry
+	// MustExist refuses to create the file: a missing one is an error
+	// wrapping ErrNoDatabase, an empty (0-byte) one an error wrapping
+	// ErrCorrupt. Admin commands set it, so that a mistyped db.path is
+	// reported instead of answered from a new, empty database.
+	MustExist bool
+	// ReadOnly opens the file read-only (a shared lock; implies
+	// MustExist): nothing is written, not even the file mode, and every
+	// append fails with ErrReadOnly. For commands that only read the log
+	// (log verify, log export, log tail).
+	ReadOnly bool
 }
 
 // setDefaults fills zero fields.
@@ -105,6 +115,8 @@ type Store struct {
 	failOnce sync.Once
 	failed   chan struct{}
 	failErr  error
+
+	readOnly bool // opened with Options.ReadOnly
 }
 
 // Failed is closed when a commit has failed (a write or fsync error, a
@@ -143,7 +155,20 @@ func Open(path string, opts Options) (*Store, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if opts.ReadOnly {
+		opts.MustExist = true
+	}
+	if opts.MustExist {
+		info, err := os.Stat(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("store: open %s: %w", path, ErrNoDatabase)
+		case err != nil:
+			return nil, fmt.Errorf("store: open %s: %w", path, err)
+		case info.Mode().IsRegular() && info.Size() == 0:
+			return nil, fmt.Errorf("store: open %s: the file is empty (0 bytes), not a jocasta database: %w", path, ErrCorrupt)
+		}
+	} else if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store: open %s: create directory: %w", path, err)
 	}
 	info, err := os.Stat(path)
@@ -167,15 +192,21 @@ func Open(path string, opts Options) (*Store, error) {
 		NoGrowSync:   opts.NoSync,
 		FreelistType: bolt.FreelistMapType,
 		PageSize:     pageSize,
+		ReadOnly:     opts.ReadOnly,
 	})
 	if err != nil {
 		return nil, classifyOpenErr(path, err, false)
 	}
-	if err := tightenMode(path); err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	if !opts.ReadOnly {
+		if err := tightenMode(path); err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("store: open %s: %w", path, err)
+		}
 	}
 	st, err := loadState(db)
+	if err == nil && st.fresh && opts.ReadOnly {
+		err = fmt.Errorf("the file holds no event log (a fresh or foreign bbolt file): %w", ErrCorrupt)
+	}
 	if err == nil && st.fresh {
 		err = db.Update(initBuckets)
 		if err == nil {
@@ -196,6 +227,7 @@ func Open(path string, opts Options) (*Store, error) {
 		maxB:     opts.MaxBatch,
 		headHash: st.headHash,
 		failed:   make(chan struct{}),
+		readOnly: opts.ReadOnly,
 	}
 	s.head.Store(st.head)
 	s.first.Store(st.anchor.Seq + 1)

@@ -21,7 +21,10 @@ import (
 
 // openAdmin reaches a running serve through its control socket, or else
 // opens the database itself. close must be called.
-func openAdmin(e *env, cfgPath string) (a admin, close func() error, err error) {
+// mode says what an open of the database itself may do: create it, change
+// an existing one, or only read its log (the log commands, which then
+// have no projections).
+func openAdmin(e *env, cfgPath string, mode openMode) (a admin, close func() error, err error) {
 	cfg, _, err := loadConfig(e, cfgPath)
 	if err != nil {
 		return nil, nil, err
@@ -29,7 +32,7 @@ func openAdmin(e *env, cfgPath string) (a admin, close func() error, err error) 
 	if s, ok := dialControl(cfg.SocketPath(), dbFileAbs(cfg)); ok {
 		return s, func() error { return nil }, nil
 	}
-	c, err := openCore(e.ctx, cfg, nopLogger())
+	c, err := openCore(e.ctx, cfg, nopLogger(), mode)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -42,8 +45,8 @@ func openAdmin(e *env, cfgPath string) (a admin, close func() error, err error) 
 // from the socket's peer credentials instead (see listenControl).
 func actor() string { return uidActor(os.Getuid()) }
 
-func withAdmin(e *env, cfgPath string, f func(admin) error) error {
-	a, closeFn, err := openAdmin(e, cfgPath)
+func withAdmin(e *env, cfgPath string, mode openMode, f func(admin) error) error {
+	a, closeFn, err := openAdmin(e, cfgPath, mode)
 	if err != nil {
 		return err
 	}
@@ -91,7 +94,7 @@ func cmdTokenCreate(e *env, args []string) error {
 	if _, err := access.ParseExpiry(expires, time.Now()); err != nil {
 		return usagef("--expires %q: want never, 30d, 90d or 1y", expires)
 	}
-	return withAdmin(e, cfgPath, func(a admin) error {
+	return withAdmin(e, cfgPath, openCreate, func(a admin) error {
 		resp, err := a.TokenCreate(e.ctx, tokenCreateReq{Name: name, Mode: mode, Expires: expires, Actor: actor()})
 		if err != nil {
 			return err
@@ -120,7 +123,7 @@ func cmdTokenList(e *env, args []string) error {
 	if err := wantArgs("token list", pos, 0, ""); err != nil {
 		return err
 	}
-	return withAdmin(e, cfgPath, func(a admin) error {
+	return withAdmin(e, cfgPath, openExisting, func(a admin) error {
 		toks, err := a.TokenList(e.ctx)
 		if err != nil {
 			return err
@@ -151,7 +154,7 @@ func cmdTokenRevoke(e *env, args []string) error {
 	if err := wantArgs("token revoke", pos, 1, "the token ID (see jocasta token list)"); err != nil {
 		return err
 	}
-	return withAdmin(e, cfgPath, func(a admin) error {
+	return withAdmin(e, cfgPath, openExisting, func(a admin) error {
 		if err := a.TokenRevoke(e.ctx, idReq{ID: pos[0], Actor: actor()}); err != nil {
 			return err
 		}
@@ -192,6 +195,15 @@ func readPassword(e *env, fromStdin bool) (string, error) {
 	return string(p1), nil
 }
 
+// userCmdMode lets user add create the database (the first account may
+// come before serve first runs); passwd works on an existing one.
+func userCmdMode(name string) openMode {
+	if name == "user add" {
+		return openCreate
+	}
+	return openExisting
+}
+
 func userCmd(e *env, args []string, name string, op func(admin, userReq) error, done string) error {
 	var cfgPath string
 	var stdin bool
@@ -208,7 +220,7 @@ func userCmd(e *env, args []string, name string, op func(admin, userReq) error, 
 	if err != nil {
 		return err
 	}
-	return withAdmin(e, cfgPath, func(a admin) error {
+	return withAdmin(e, cfgPath, userCmdMode(name), func(a admin) error {
 		if err := op(a, userReq{Name: pos[0], Password: pw, Actor: actor()}); err != nil {
 			return err
 		}
@@ -237,7 +249,7 @@ func cmdUserList(e *env, args []string) error {
 	if err := wantArgs("user list", pos, 0, ""); err != nil {
 		return err
 	}
-	return withAdmin(e, cfgPath, func(a admin) error {
+	return withAdmin(e, cfgPath, openExisting, func(a admin) error {
 		us, err := a.UserList(e.ctx)
 		if err != nil {
 			return err
@@ -267,7 +279,7 @@ func cmdUserRemove(e *env, args []string) error {
 	if err := wantArgs("user remove", pos, 1, "a user NAME"); err != nil {
 		return err
 	}
-	return withAdmin(e, cfgPath, func(a admin) error {
+	return withAdmin(e, cfgPath, openExisting, func(a admin) error {
 		if err := a.UserRemove(e.ctx, userReq{Name: pos[0], Actor: actor()}); err != nil {
 			return err
 		}
@@ -288,7 +300,7 @@ func cmdLogVerify(e *env, args []string) error {
 	if err := wantArgs("log verify", pos, 0, ""); err != nil {
 		return err
 	}
-	return withAdmin(e, cfgPath, func(a admin) error {
+	return withAdmin(e, cfgPath, openReadOnly, func(a admin) error {
 		rep, err := a.LogVerify(e.ctx)
 		if err != nil {
 			return err
@@ -372,7 +384,7 @@ func cmdLogExport(e *env, args []string) error {
 		return err
 	}
 	w := bufio.NewWriter(e.stdout)
-	err = withAdmin(e, cfgPath, func(a admin) error { return a.LogExport(e.ctx, exportReq{Since: s, Until: u}, w) })
+	err = withAdmin(e, cfgPath, openReadOnly, func(a admin) error { return a.LogExport(e.ctx, exportReq{Since: s, Until: u}, w) })
 	if ferr := w.Flush(); err == nil {
 		err = ferr
 	}
@@ -406,7 +418,7 @@ func cmdReplay(e *env, args []string) error {
 	// Offline, this process does the replay; over the control socket the
 	// daemon does and this setting only affects the client.
 	tuneGC(replayGCPercent)
-	return withAdmin(e, cfgPath, func(a admin) error {
+	return withAdmin(e, cfgPath, openExisting, func(a admin) error {
 		resp, err := a.Replay(e.ctx, replayReq{Until: u, Output: output})
 		if err != nil {
 			return err

@@ -66,8 +66,15 @@ func loadVendors(log zerolog.Logger) *oui.Registry {
 
 // openCore opens the database and catches the projections up with the
 // log, for admin commands run while serve does not.
-func openCore(ctx context.Context, cfg *config.Config, log zerolog.Logger) (*core, error) {
-	st, err := openStore(cfg)
+func openCore(ctx context.Context, cfg *config.Config, log zerolog.Logger, mode openMode) (*core, error) {
+	if mode == openReadOnly {
+		st, err := openStore(cfg, openReadOnly)
+		if err != nil {
+			return nil, err
+		}
+		return &core{st: st, now: time.Now}, nil
+	}
+	st, err := openStore(cfg, mode)
 	if err != nil {
 		return nil, err
 	}
@@ -95,8 +102,8 @@ func openCore(ctx context.Context, cfg *config.Config, log zerolog.Logger) (*cor
 	return c, nil
 }
 
-func openStore(cfg *config.Config) (*store.Store, error) {
-	st, err := openStoreWithin(cfg, lockTimeout)
+func openStore(cfg *config.Config, mode openMode) (*store.Store, error) {
+	st, err := openStoreWithin(cfg, lockTimeout, mode)
 	if errors.Is(err, store.ErrLocked) {
 		return nil, fmt.Errorf("%s is in use by another process; if jocasta serve runs, its control socket %s did not answer", cfg.DBFile(), cfg.SocketPath())
 	}
@@ -110,19 +117,45 @@ func openServeStore(cfg *config.Config) (*store.Store, error) {
 	if _, ok := dialControl(cfg.SocketPath(), dbFileAbs(cfg)); ok {
 		return nil, fmt.Errorf("jocasta serve already runs on %s (its control socket %s answers); stop it first, or give this one another db.path", cfg.DBFile(), cfg.SocketPath())
 	}
-	st, err := openStoreWithin(cfg, serveLockTimeout)
+	st, err := openStoreWithin(cfg, serveLockTimeout, openCreate)
 	if errors.Is(err, store.ErrLocked) {
 		return nil, fmt.Errorf("%s is in use by another process (a jocasta serve that is starting, or an admin command); stop it first, or give this one another db.path", cfg.DBFile())
 	}
 	return st, err
 }
 
-func openStoreWithin(cfg *config.Config, lock time.Duration) (*store.Store, error) {
+// openMode says what an open may do to the database file.
+type openMode int
+
+const (
+	// openCreate creates a missing database (serve; the commands that set
+	// one up: token create, user add).
+	openCreate openMode = iota
+	// openExisting refuses a missing or empty file: a command that reads
+	// or changes what is there must not answer from a new, empty
+	// database on a mistyped db.path.
+	openExisting
+	// openReadOnly opens an existing file read-only (log verify, export,
+	// tail).
+	openReadOnly
+)
+
+func openStoreWithin(cfg *config.Config, lock time.Duration, mode openMode) (*store.Store, error) {
 	path := cfg.DBFile()
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("create db.path %s: %w", filepath.Dir(path), err)
+	opts := store.Options{LockTimeout: lock, MustExist: mode != openCreate, ReadOnly: mode == openReadOnly}
+	if mode == openCreate {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("create db.path %s: %w", filepath.Dir(path), err)
+		}
 	}
-	return store.Open(path, store.Options{LockTimeout: lock})
+	st, err := store.Open(path, opts)
+	if errors.Is(err, store.ErrNoDatabase) {
+		return nil, userErrorf("no database at %s: check db.path and db.name (or --config), or start jocasta serve once to create it", path)
+	}
+	if errors.Is(err, store.ErrCorrupt) && mode != openCreate {
+		return nil, userErrorf("%s is not a jocasta database: %v", path, err)
+	}
+	return st, err
 }
 
 // Close closes the database.

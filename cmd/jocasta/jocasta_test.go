@@ -268,7 +268,7 @@ func TestSecondServeRefusedClearly(t *testing.T) {
 		{"serve runs", func(t *testing.T, cfgPath string, _ *config.Config) { startDaemon(t, cfgPath) },
 			"jocasta serve already runs on"},
 		{"admin holds the database", func(t *testing.T, _ string, cfg *config.Config) {
-			c, err := openCore(context.Background(), cfg, zerolog.Nop())
+			c, err := openCore(context.Background(), cfg, zerolog.Nop(), openCreate)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -303,7 +303,7 @@ func seed(t *testing.T, cfg string, sweeps ...*sources.Sweep) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := openStore(c)
+	st, err := openStore(c, openCreate)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +347,7 @@ func sweepAt(at time.Time, hosts ...hostSpec) *sources.Sweep {
 // not running) and returns path → body.
 func snapshotAPI(t *testing.T, cfg *config.Config, token string) map[string]string {
 	t.Helper()
-	c, err := openCore(context.Background(), cfg, zerolog.Nop())
+	c, err := openCore(context.Background(), cfg, zerolog.Nop(), openCreate)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,7 +486,7 @@ func TestReplayEquality(t *testing.T) {
 	// The token was created after T, so read the replayed file directly.
 	ucfg := *cfg
 	ucfg.DB.Path, ucfg.DB.Name = dir, "until.db"
-	uc, err := openCore(context.Background(), &ucfg, zerolog.Nop())
+	uc, err := openCore(context.Background(), &ucfg, zerolog.Nop(), openExisting)
 	if err != nil {
 		t.Fatal(err)
 	}

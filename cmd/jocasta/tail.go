@@ -53,7 +53,7 @@ func followLog(ctx context.Context, cfg *config.Config, from uint64, w io.Writer
 // and closes it. A database held by another process is left for the next
 // poll.
 func readNew(ctx context.Context, cfg *config.Config, sw *seqWriter) error {
-	st, err := openStoreWithin(cfg, tailLockTimeout)
+	st, err := openStoreWithin(cfg, tailLockTimeout, openReadOnly)
 	if errors.Is(err, store.ErrLocked) {
 		return nil
 	}

@@ -2,7 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -124,5 +127,46 @@ func TestTokenNames(t *testing.T) {
 	_, out, _ := cli(t, "", "token", "list", "--config", cfgPath)
 	if n := strings.Count(out, " shared "); n != 1 {
 		t.Fatalf("%d tokens named shared listed:\n%s", n, out)
+	}
+}
+
+// TestAdminCommandsNeverInventADatabase: commands that read or change
+// what is there refuse a missing or empty database instead of creating
+// one and calling it intact; log commands open read-only.
+func TestAdminCommandsNeverInventADatabase(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, noSweeps) // db.path <dir>/data does not exist yet
+	dbFile := filepath.Join(dir, "data", "jocasta.db")
+	for _, args := range [][]string{
+		{"log", "verify"}, {"log", "export"}, {"token", "list"}, {"user", "list"}, {"token", "revoke", "tok_x"},
+	} {
+		code, _, stderr := cli(t, "", append(args, "--config", cfg)...)
+		if code != exitUser || !strings.Contains(stderr, "no database at "+dbFile) {
+			t.Errorf("%v on a missing database: exit %d %q", args, code, stderr)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "data")); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%v created the database directory", args)
+		}
+	}
+	os.MkdirAll(filepath.Join(dir, "data"), 0o700)
+	os.WriteFile(dbFile, nil, 0o600)
+	for _, args := range [][]string{{"log", "verify"}, {"token", "list"}} {
+		code, _, stderr := cli(t, "", append(args, "--config", cfg)...)
+		if code != exitUser || !strings.Contains(stderr, "not a jocasta database") {
+			t.Errorf("%v on a 0-byte file: exit %d %q", args, code, stderr)
+		}
+	}
+	if info, _ := os.Stat(dbFile); info.Size() != 0 {
+		t.Fatal("an admin command wrote into the 0-byte file")
+	}
+	// Setting up is allowed to create: the first account before serve.
+	os.Remove(dbFile)
+	if code, _, stderr := cli(t, "", "token", "create", "--config", cfg, "--name", "first", "--mode", "read", "--expires", "never"); code != 0 {
+		t.Fatalf("token create on a fresh install: %q", stderr)
+	}
+	// Read-only: verify works on a file this process may not write.
+	os.Chmod(dbFile, 0o400)
+	if code, out, stderr := cli(t, "", "log", "verify", "--config", cfg); code != 0 || !strings.Contains(out, "intact") {
+		t.Fatalf("verify of a read-only file: %d %q %q", code, out, stderr)
 	}
 }
