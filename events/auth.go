@@ -1,6 +1,9 @@
 package events
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Kinds of token and account events.
 const (
@@ -49,4 +52,43 @@ type UserPasswordChanged struct {
 // UserRemoved is the payload of user.removed.
 type UserRemoved struct {
 	Name string `json:"name"`
+}
+
+// secretFields are, per kind, the payload members that hold a credential
+// (a token's hash, an account's password hash). Hashes are not the
+// secrets, but a hash is what an offline guesser needs.
+var secretFields = map[string][]string{
+	KindTokenCreated:        {"secret_sha256"},
+	KindUserAdded:           {"password_hash"},
+	KindUserPasswordChanged: {"password_hash"},
+}
+
+// RedactedSecret replaces a credential in a redacted event.
+const RedactedSecret = "[redacted]"
+
+// RedactSecrets returns e with every credential of its payload replaced
+// by RedactedSecret, for showing the log (log export, log tail). The hash
+// chain of a redacted event no longer verifies: a backup keeps them.
+func RedactSecrets(e Envelope) Envelope {
+	fields := secretFields[e.Kind]
+	if len(fields) == 0 {
+		return e
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(e.Payload, &m); err != nil {
+		e.Payload = json.RawMessage(`"` + RedactedSecret + `"`) // not an object: show none of it
+		return e
+	}
+	for _, f := range fields {
+		if _, ok := m[f]; ok {
+			m[f] = json.RawMessage(`"` + RedactedSecret + `"`)
+		}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		e.Payload = json.RawMessage(`"` + RedactedSecret + `"`)
+		return e
+	}
+	e.Payload = b
+	return e
 }

@@ -199,3 +199,32 @@ func jsonFields(v any) []string {
 	}
 	return out
 }
+
+func TestRedactSecrets(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		payload any
+		kind    string
+		secret  string
+	}{
+		{TokenCreated{TokenID: "tok_1", Name: "n", Mode: ModeRead, SecretSHA256: "abc123secret"}, KindTokenCreated, "abc123secret"},
+		{UserAdded{Name: "ann", PasswordHash: "$argon2id$v=19$secret"}, KindUserAdded, "$argon2id$v=19$secret"},
+		{UserPasswordChanged{Name: "ann", PasswordHash: "$argon2id$v=19$other"}, KindUserPasswordChanged, "$argon2id$v=19$other"},
+	} {
+		e := MustNew(tc.kind, tc.payload, at)
+		r := RedactSecrets(e)
+		if strings.Contains(string(r.Payload), tc.secret) || !strings.Contains(string(r.Payload), RedactedSecret) {
+			t.Errorf("%s: redacted payload %s", tc.kind, r.Payload)
+		}
+		if !strings.Contains(string(e.Payload), tc.secret) {
+			t.Errorf("%s: RedactSecrets changed the original", tc.kind)
+		}
+		if !strings.Contains(string(r.Payload), `"name"`) {
+			t.Errorf("%s: redaction dropped other fields: %s", tc.kind, r.Payload)
+		}
+	}
+	tick := MustNew(KindClockTicked, ClockTicked{At: at}, at)
+	if got := RedactSecrets(tick); string(got.Payload) != string(tick.Payload) {
+		t.Errorf("an event without secrets changed: %s", got.Payload)
+	}
+}

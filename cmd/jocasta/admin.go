@@ -70,10 +70,23 @@ type userInfo struct {
 type exportReq struct {
 	Since time.Time `json:"since"`
 	Until time.Time `json:"until"`
+	// IncludeSecrets keeps token and password hashes (for a backup);
+	// otherwise they are redacted.
+	IncludeSecrets bool `json:"include_secrets"`
 }
 
 type tailReq struct {
-	From uint64 `json:"from"`
+	From           uint64 `json:"from"`
+	IncludeSecrets bool   `json:"include_secrets"`
+}
+
+// shown is e as the log commands print it: credentials redacted unless
+// the command asked for them.
+func shown(e events.Envelope, includeSecrets bool) events.Envelope {
+	if includeSecrets {
+		return e
+	}
+	return events.RedactSecrets(e)
 }
 
 type replayReq struct {
@@ -322,7 +335,7 @@ func (c *core) LogExport(ctx context.Context, req exportReq, w io.Writer) error 
 		if !req.Until.IsZero() && e.Time.After(req.Until) {
 			return nil
 		}
-		return enc.Encode(e)
+		return enc.Encode(shown(e, req.IncludeSecrets))
 	})
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
@@ -346,7 +359,7 @@ func (c *core) LogTail(ctx context.Context, req tailReq, w io.Writer) error {
 			return err
 		}
 		for _, e := range evs {
-			if err := enc.Encode(e); err != nil {
+			if err := enc.Encode(shown(e, req.IncludeSecrets)); err != nil {
 				return err
 			}
 			next = e.Seq + 1

@@ -341,8 +341,10 @@ func verifyJSON(r store.VerifyReport) verifyOutput {
 
 func cmdLogTail(e *env, args []string) error {
 	var cfgPath, from string
+	var includeSecrets bool
 	fs := newFlags("log tail", &cfgPath)
 	fs.StringVar(&from, "from", "", "first seq to print (default: new events only)")
+	fs.BoolVar(&includeSecrets, "include-secrets", false, "keep token and password hashes (redacted by default)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -360,13 +362,15 @@ func cmdLogTail(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return followLog(e.ctx, cfg, seq, e.stdout)
+	return followLog(e.ctx, cfg, seq, includeSecrets, e.stdout)
 }
 
 func cmdLogExport(e *env, args []string) error {
 	var cfgPath, since, until string
+	var includeSecrets bool
 	fs := newFlags("log export", &cfgPath)
 	fs.StringVar(&since, "since", "", "first time (RFC 3339)")
+	fs.BoolVar(&includeSecrets, "include-secrets", false, "keep token and password hashes, for a backup (redacted by default)")
 	fs.StringVar(&until, "until", "", "last time (RFC 3339)")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -384,7 +388,7 @@ func cmdLogExport(e *env, args []string) error {
 		return err
 	}
 	w := bufio.NewWriter(e.stdout)
-	err = withAdmin(e, cfgPath, openReadOnly, func(a admin) error { return a.LogExport(e.ctx, exportReq{Since: s, Until: u}, w) })
+	err = withAdmin(e, cfgPath, openReadOnly, func(a admin) error { return a.LogExport(e.ctx, exportReq{Since: s, Until: u, IncludeSecrets: includeSecrets}, w) })
 	if ferr := w.Flush(); err == nil {
 		err = ferr
 	}

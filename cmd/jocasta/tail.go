@@ -27,11 +27,11 @@ const tailLockTimeout = 100 * time.Millisecond
 // opens the database only for each short read, so that serve (or another
 // admin command) can start meanwhile; it then switches to the socket and
 // goes on from the next seq, and back again when serve stops.
-func followLog(ctx context.Context, cfg *config.Config, from uint64, w io.Writer) error {
-	sw := &seqWriter{w: w, next: from}
+func followLog(ctx context.Context, cfg *config.Config, from uint64, includeSecrets bool, w io.Writer) error {
+	sw := &seqWriter{w: w, next: from, includeSecrets: includeSecrets}
 	for ctx.Err() == nil {
 		if s, ok := dialControl(cfg.SocketPath(), dbFileAbs(cfg)); ok {
-			err := s.LogTail(ctx, tailReq{From: sw.next}, sw)
+			err := s.LogTail(ctx, tailReq{From: sw.next, IncludeSecrets: includeSecrets}, sw)
 			// A stream that ended cleanly leaves its connection idle in
 			// this client's pool, which the next round does not use.
 			s.client.CloseIdleConnections()
@@ -65,7 +65,7 @@ func readNew(ctx context.Context, cfg *config.Config, sw *seqWriter) error {
 		sw.next = st.Head() + 1
 	}
 	enc := json.NewEncoder(sw)
-	err = st.Scan(ctx, sw.next, func(e events.Envelope) error { return enc.Encode(e) })
+	err = st.Scan(ctx, sw.next, func(e events.Envelope) error { return enc.Encode(shown(e, sw.includeSecrets)) })
 	if ctx.Err() != nil {
 		return nil // the tail ends
 	}
@@ -75,9 +75,10 @@ func readNew(ctx context.Context, cfg *config.Config, sw *seqWriter) error {
 // seqWriter passes JSON lines of events through and remembers the seq
 // after the last one, where a tail resumes.
 type seqWriter struct {
-	w    io.Writer
-	next uint64
-	err  error
+	w              io.Writer
+	next           uint64
+	err            error
+	includeSecrets bool
 }
 
 func (s *seqWriter) Write(p []byte) (int, error) {

@@ -29,7 +29,7 @@ func TestLogTailFollowsAcrossServe(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &lockedBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- followLog(ctx, cfg, 0, out) }()
+	go func() { done <- followLog(ctx, cfg, 0, false, out) }()
 	time.Sleep(2 * tailPoll)
 
 	var d *daemon

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jocasta/jocasta/cmd/internal/config"
 	"github.com/jocasta/jocasta/projections"
 )
 
@@ -169,4 +171,39 @@ func TestAdminCommandsNeverInventADatabase(t *testing.T) {
 	if code, out, stderr := cli(t, "", "log", "verify", "--config", cfg); code != 0 || !strings.Contains(out, "intact") {
 		t.Fatalf("verify of a read-only file: %d %q %q", code, out, stderr)
 	}
+}
+
+// TestLogCommandsRedactSecrets: log export and log tail show no token or
+// password hash unless --include-secrets asks for them (for a backup),
+// whether serve runs or not.
+func TestLogCommandsRedactSecrets(t *testing.T) {
+	cfgPath := writeConfig(t, t.TempDir(), noSweeps)
+	if code, _, stderr := cli(t, "", "token", "create", "--config", cfgPath, "--name", "a", "--mode", "read", "--expires", "never"); code != 0 {
+		t.Fatal(stderr)
+	}
+	if code, _, stderr := cli(t, "pw-long-enough-1\n", "user", "add", "ann", "--password-stdin", "--config", cfgPath); code != 0 {
+		t.Fatal(stderr)
+	}
+	check := func(where string) {
+		t.Helper()
+		_, out, _ := cli(t, "", "log", "export", "--config", cfgPath)
+		if strings.Contains(out, "$argon2id") || !strings.Contains(out, `"secret_sha256":"[redacted]"`) || !strings.Contains(out, `"password_hash":"[redacted]"`) {
+			t.Errorf("%s: log export shows credentials or no redaction:\n%s", where, out)
+		}
+		_, out, _ = cli(t, "", "log", "export", "--include-secrets", "--config", cfgPath)
+		if !strings.Contains(out, "$argon2id") || strings.Contains(out, "[redacted]") {
+			t.Errorf("%s: log export --include-secrets lacks the hashes:\n%s", where, out)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		var tail lockedBuffer
+		cfg, _ := config.Load(cfgPath, nil)
+		followLog(ctx, cfg, 1, false, &tail)
+		if strings.Contains(tail.String(), "$argon2id") || !strings.Contains(tail.String(), `"password_hash":"[redacted]"`) {
+			t.Errorf("%s: log tail shows credentials:\n%s", where, tail.String())
+		}
+	}
+	check("offline")
+	startDaemon(t, cfgPath)
+	check("through serve")
 }
