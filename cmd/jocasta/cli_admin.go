@@ -388,7 +388,9 @@ func cmdLogExport(e *env, args []string) error {
 		return err
 	}
 	w := bufio.NewWriter(e.stdout)
-	err = withAdmin(e, cfgPath, openReadOnly, func(a admin) error { return a.LogExport(e.ctx, exportReq{Since: s, Until: u, IncludeSecrets: includeSecrets}, w) })
+	err = withAdmin(e, cfgPath, openReadOnly, func(a admin) error {
+		return a.LogExport(e.ctx, exportReq{Since: s, Until: u, IncludeSecrets: includeSecrets}, w)
+	})
 	if ferr := w.Flush(); err == nil {
 		err = ferr
 	}
