@@ -104,6 +104,12 @@ func cmdInit(e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
+	// An existing file kept its mode through O_TRUNC: the config may hold
+	// passwords, so it is the owner's alone.
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return fmt.Errorf("init: chmod %s: %w", output, err)
+	}
 	if _, err := f.Write(config.Starter(prefixes, host)); err != nil {
 		f.Close()
 		return fmt.Errorf("init: write %s: %w", output, err)
@@ -113,4 +119,18 @@ func cmdInit(e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "wrote %s (networks: %v)\n", output, prefixes)
 	return nil
+}
+
+// configModeWarning says, in one line, that the config file at path can
+// be read by other users than its owner (it may hold passwords and
+// tokens), or "" when it cannot or there is no file.
+func configModeWarning(path string) string {
+	if path == "" {
+		return ""
+	}
+	info, err := os.Stat(path)
+	if err != nil || info.Mode().Perm()&0o077 == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the config file %s has mode %04o: other users can read it, and the passwords and tokens it may hold; run chmod 600 %s", path, info.Mode().Perm(), path)
 }

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http/httptest"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -108,6 +110,41 @@ func TestInitWritesLoadableConfig(t *testing.T) {
 	}
 	if code, _, stderr := cli(t, "", "init", "--output", out); code != exitUser || !strings.Contains(stderr, "--force") {
 		t.Fatalf("init over existing: %d %q", code, stderr)
+	}
+	// --force over a file others can read leaves it the owner's alone.
+	os.Chmod(out, 0o644)
+	if code, _, stderr := cli(t, "", "init", "--force", "--output", out); code != 0 {
+		t.Fatalf("init --force: %d %q", code, stderr)
+	}
+	if fi, _ := os.Stat(out); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("init --force left mode %04o, want 0600", fi.Mode().Perm())
+	}
+}
+
+func TestServeWarnsAboutAReadableConfig(t *testing.T) {
+	cfg := writeConfig(t, t.TempDir(), noSweeps+"server:\n  port: "+strconv.Itoa(freePort(t))+"\n")
+	if w := configModeWarning(cfg); w != "" {
+		t.Fatalf("a 0600 config warned: %s", w)
+	}
+	os.Chmod(cfg, 0o644)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--config", cfg}, []string{}, strings.NewReader(""), io.Discard, &stderr)
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(stderr.String(), "serving the API") {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start:\n%s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if !strings.Contains(stderr.String(), "other users can read it") || !strings.Contains(stderr.String(), "chmod 600 "+cfg) {
+		t.Fatalf("serve did not warn about a 0644 config:\n%s", stderr.String())
 	}
 }
 

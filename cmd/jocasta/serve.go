@@ -53,6 +53,9 @@ func cmdServe(e *env, args []string) error {
 	for _, w := range cfg.Warnings {
 		log.Warn().Msg(w)
 	}
+	if w := configModeWarning(path); w != "" {
+		log.Warn().Msg(w)
+	}
 	if path == "" {
 		path = "(none: defaults and SVC_ variables)"
 	}
