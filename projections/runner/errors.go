@@ -14,6 +14,10 @@ var (
 	// ErrCompacted is returned by Replay when the time asked for is
 	// older than the oldest state the compacted log can reproduce.
 	ErrCompacted = errors.New("history compacted")
+	// ErrSnapshotVersion is returned when a projection must start from a
+	// snapshot (the log before it was compacted) whose rows are of
+	// another version than the projection's, and it cannot migrate them.
+	ErrSnapshotVersion = errors.New("snapshot rows of another projection version")
 	// ErrOutputExists is returned by Replay when the output file exists.
 	ErrOutputExists = errors.New("output file exists")
 )

@@ -268,6 +268,9 @@ type plan struct {
 	cp      uint64
 	rebuild bool
 	restore bool // start from a snapshot: the log before cp was compacted
+	// migrateFrom is the version of the snapshot's rows when it is not
+	// the projection's (0: the same); the projection migrates them.
+	migrateFrom int
 }
 
 // init brings every projection to a state it can continue from: buckets
@@ -306,6 +309,13 @@ func (r *Runner) init() error {
 		if snap, err = r.coveringSnapshot(first); err != nil {
 			return err
 		}
+		for k, p := range r.projs {
+			if plans[k].restore {
+				if plans[k].migrateFrom, err = checkSnapshotVersion(snap, p, first); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	err = r.st.DB().Update(func(tx *bolt.Tx) error {
 		vb, err := tx.CreateBucketIfNotExists([]byte(BucketVersions))
@@ -330,6 +340,12 @@ func (r *Runner) init() error {
 				}
 				pl.cp = snap.Seq
 				r.opts.Logf("projection %s: the log before seq %d was compacted; starting from the snapshot at seq %d", p.Name(), first, snap.Seq)
+				if pl.migrateFrom != 0 {
+					if err := p.(Migrator).Migrate(tx, pl.migrateFrom); err != nil {
+						return fmt.Errorf("projection %s: migrate the snapshot's rows from version %d to %d: %w", p.Name(), pl.migrateFrom, p.Version(), err)
+					}
+					r.opts.Logf("projection %s: migrated the snapshot's rows from version %d to %d", p.Name(), pl.migrateFrom, p.Version())
+				}
 			}
 			for _, b := range p.Buckets() {
 				if _, err := tx.CreateBucketIfNotExists([]byte(b)); err != nil {
@@ -362,6 +378,47 @@ func (r *Runner) init() error {
 	r.mu.Unlock()
 	r.inited = true
 	return nil
+}
+
+// Migrator is an optional interface of a Projection: it turns rows
+// written by an older version of itself into its own, in place, in tx.
+// The runner calls it only when it must start the projection from a
+// snapshot (the events before it were compacted) whose rows are of
+// another version; without the events it cannot rebuild instead.
+type Migrator interface {
+	Migrate(tx *bolt.Tx, from int) error
+}
+
+// checkSnapshotVersion compares the version snap recorded for p with p's
+// own. It returns 0 when they agree (or the snapshot holds nothing of p:
+// a projection added after it starts empty there), the snapshot's version
+// when p is a Migrator that will migrate, and an error wrapping
+// ErrSnapshotVersion otherwise: restoring rows of another version
+// unchecked would serve rows this build misreads.
+func checkSnapshotVersion(snap *store.Snapshot, p Projection, first uint64) (int, error) {
+	var stored int
+	for _, kv := range snap.Buckets[BucketVersions] {
+		if string(kv.K) == p.Name() && len(kv.V) == 8 {
+			stored = int(binary.BigEndian.Uint64(kv.V))
+		}
+	}
+	if stored == p.Version() {
+		return 0, nil
+	}
+	if stored == 0 {
+		rows := 0
+		for _, b := range p.Buckets() {
+			rows += len(snap.Buckets[b])
+		}
+		if rows == 0 {
+			return 0, nil
+		}
+	}
+	if _, ok := p.(Migrator); ok && stored != 0 {
+		return stored, nil
+	}
+	return 0, fmt.Errorf("projection %s: the log before seq %d was compacted behind the snapshot at seq %d, whose rows are of version %d, and this build's %s is version %d and cannot migrate them; run the release that wrote them, or restore a backup taken before compaction and run jocasta replay: %w",
+		p.Name(), first, snap.Seq, stored, p.Name(), p.Version(), ErrSnapshotVersion)
 }
 
 // coveringSnapshot loads the newest snapshot a compacted log can

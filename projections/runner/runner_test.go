@@ -350,3 +350,88 @@ func TestNewRejectsBadProjections(t *testing.T) {
 		t.Errorf("no projections: %v ready=%v", err, r.Ready())
 	}
 }
+
+// migrating is a counting projection that can migrate rows of older
+// versions (it rewrites every row's version mark).
+type migrating struct {
+	counting
+	from int // the version Migrate was called with
+}
+
+func (m *migrating) Migrate(tx *bolt.Tx, from int) error {
+	m.from = from
+	b := tx.Bucket([]byte(m.name + ".rows"))
+	return b.ForEach(func(k, _ []byte) error { return b.Put(k, []byte(strconv.Itoa(m.version))) })
+}
+
+// TestVersionBumpAfterCompaction: when the log before a projection's
+// rows was compacted, a new version of it cannot rebuild from the log;
+// the rows of the snapshot are of the old version, so the runner must
+// not restore them unchecked: it migrates them when the projection can,
+// and refuses, naming both versions, when it cannot.
+func TestVersionBumpAfterCompaction(t *testing.T) {
+	setup := func(t *testing.T) *store.Store {
+		st := openStore(t, filepath.Join(t.TempDir(), "j.db"))
+		appendTicks(t, st, 0, 20)
+		// The runner snapshots after a purge.
+		at := t0.Add(30 * time.Second)
+		purge := events.MustNew(events.KindRetentionPurged, events.RetentionPurged{Counts: map[string]int{}}, at)
+		purge.Source = "retention"
+		if _, err := st.Append(context.Background(), purge); err != nil {
+			t.Fatal(err)
+		}
+		appendTicks(t, st, 40, 3)
+		r, _ := New(st, []Projection{&counting{name: "a", version: 1}}, Options{SnapshotEvery: 5 * time.Second})
+		if err := r.CatchUp(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		snaps, err := st.Snapshots()
+		if err != nil || len(snaps) == 0 {
+			t.Fatalf("no snapshot: %v", err)
+		}
+		if _, err := st.Compact(context.Background(), snaps[len(snaps)-1].Seq); err != nil {
+			t.Fatal(err)
+		}
+		if st.First() <= 1 {
+			t.Fatal("nothing was compacted")
+		}
+		return st
+	}
+	t.Run("refused without a migration", func(t *testing.T) {
+		st := setup(t)
+		defer st.Close()
+		r, _ := New(st, []Projection{&counting{name: "a", version: 2}}, Options{})
+		err := r.CatchUp(context.Background())
+		if !errors.Is(err, ErrSnapshotVersion) || !strings.Contains(err.Error(), "version 1") || !strings.Contains(err.Error(), "version 2") {
+			t.Fatalf("catch up of v2 over a compacted v1 log: %v", err)
+		}
+	})
+	t.Run("migrated when the projection can", func(t *testing.T) {
+		st := setup(t)
+		defer st.Close()
+		m := &migrating{counting: counting{name: "a", version: 2}}
+		r, _ := New(st, []Projection{m}, Options{})
+		if err := r.CatchUp(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if m.from != 1 {
+			t.Fatalf("Migrate called with from=%d, want 1", m.from)
+		}
+		_ = st.DB().View(func(tx *bolt.Tx) error {
+			return tx.Bucket([]byte("a.rows")).ForEach(func(k, v []byte) error {
+				if string(v) != "2" {
+					t.Errorf("row %x still of version %s after the migration", k, v)
+				}
+				return nil
+			})
+		})
+	})
+	t.Run("same version restores as before", func(t *testing.T) {
+		st := setup(t)
+		defer st.Close()
+		r, _ := New(st, []Projection{&counting{name: "a", version: 1}, &counting{name: "new", version: 1}}, Options{})
+		if err := r.CatchUp(context.Background()); err != nil {
+			t.Fatalf("catch up with unchanged versions: %v", err)
+		}
+	})
+}
