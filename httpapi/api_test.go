@@ -216,8 +216,8 @@ func TestPatchDevice(t *testing.T) {
 			resp, body := e.do("PATCH", "/api/devices/dev-nas", tc.body, bearer(tokWrite), contentType(tc.ct))
 			wantStatus(t, resp, body, 200)
 			tc.check(t, decode[projections.Device](t, body))
-			if e.cmd.actor != "ansible" {
-				t.Fatalf("actor %q, want the token's name", e.cmd.actor)
+			if e.cmd.actor != "ansible (t-write)" {
+				t.Fatalf("actor %q, want the token's name and id", e.cmd.actor)
 			}
 			if diff := cmp.Diff(tc.want, *e.cmd.edit); diff != "" {
 				t.Fatalf("edit (-want +got):\n%s", diff)
@@ -233,7 +233,7 @@ func TestPatchWatch(t *testing.T) {
 	if got := decode[projections.WatchState](t, body); got != (projections.WatchState{Watched: false, Presence: "online"}) {
 		t.Fatalf("watch state %+v", got)
 	}
-	if e.cmd.actor != "ansible" || e.cmd.watched == nil || *e.cmd.watched {
+	if e.cmd.actor != "ansible (t-write)" || e.cmd.watched == nil || *e.cmd.watched {
 		t.Fatalf("commander got actor %q watched %v", e.cmd.actor, e.cmd.watched)
 	}
 	resp, body = e.do("PATCH", "/api/devices/dev-phone/watch", `{"watched": true}`, bearer(tokWrite), contentType("application/merge-patch+json"))
