@@ -9,7 +9,20 @@ const (
 	KindSweepCompleted = "sweep.completed"
 	// KindPortScanCompleted records one whole TCP port scan.
 	KindPortScanCompleted = "portscan.completed"
+	// KindScanFailed records a run of a source that produced nothing (a
+	// socket it could not open, a peer that refused it), with the reason.
+	// It is never evidence that a device is gone.
+	KindScanFailed = "scan.failed"
 )
+
+// ScanFailed is the payload of scan.failed.
+type ScanFailed struct {
+	ScanID   string    `json:"scan_id"`
+	Kind     string    `json:"kind"` // the source kind: "sweep", "portscan", "routerapi", ...
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	Reason   string    `json:"reason"`
+}
 
 // SweepCompleted is the payload of sweep.completed.
 type SweepCompleted struct {

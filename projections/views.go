@@ -136,7 +136,7 @@ type OldNew struct {
 type Scan struct {
 	ID         string    `json:"id"`
 	Source     string    `json:"source"`
-	Kind       string    `json:"kind"` // "devices" or "ports"
+	Kind       string    `json:"kind"` // "devices", "ports", or a plugin's kind
 	Started    time.Time `json:"started"`
 	Finished   time.Time `json:"finished"`
 	DurationMS int64     `json:"duration_ms"`

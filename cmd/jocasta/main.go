@@ -58,6 +58,7 @@ commands:
   user list [--json] | user remove NAME
   log verify [--json] | log tail [--from SEQ] | log export [--since T] [--until T]
   replay [--until T] --output FILE       rebuild every projection into a fresh database
+  list-sources                           the source kinds this build has
   version
 
 Every command takes --config FILE (else $SVC_CONFIG, ./jocasta.yaml, /etc/jocasta/config.yaml).
@@ -126,6 +127,8 @@ func dispatch(e *env, args []string) error {
 		return sub(e, "log", rest, map[string]func(*env, []string) error{"verify": cmdLogVerify, "tail": cmdLogTail, "export": cmdLogExport})
 	case "replay":
 		return cmdReplay(e, rest)
+	case "list-sources":
+		return cmdListSources(e, rest)
 	case "version", "--version", "-version":
 		fmt.Fprintf(e.stdout, "jocasta %s\n", version)
 		return nil

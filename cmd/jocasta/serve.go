@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -16,17 +15,10 @@ import (
 	"github.com/jocasta/jocasta/events/bus"
 	"github.com/jocasta/jocasta/events/ingest"
 	"github.com/jocasta/jocasta/httpapi"
-	"github.com/jocasta/jocasta/projections"
 	"github.com/jocasta/jocasta/projections/inventory"
 	"github.com/jocasta/jocasta/projections/runner"
-	"github.com/jocasta/jocasta/sources"
-	"github.com/jocasta/jocasta/sources/devicesweep"
-	"github.com/jocasta/jocasta/sources/portscan"
-	"github.com/jocasta/jocasta/sources/resolve/dnssd"
-	"github.com/jocasta/jocasta/sources/resolve/mdns"
-	"github.com/jocasta/jocasta/sources/resolve/netbios"
-	"github.com/jocasta/jocasta/sources/resolve/rdns"
-	"github.com/jocasta/jocasta/sources/resolve/ssdp"
+	"github.com/jocasta/jocasta/sources/builtin"
+	"github.com/jocasta/jocasta/sources/scheduler"
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 )
@@ -117,7 +109,7 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 	if err != nil {
 		return err
 	}
-	for _, w := range notRunYet(cfg) {
+	for _, w := range notificationsNotSent(cfg) {
 		log.Warn().Msg(w)
 	}
 	now := time.Now
@@ -207,10 +199,20 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 	clock.Logf = logf(log.With().Str("component", "clock").Logger())
 	g.Go(func() error { return purger.Run(gctx) })
 	g.Go(func() error { return set.access.RunFlusher(gctx, st.DB(), time.Minute) })
-	err = startSweeps(gctx, g, cfg, st, log)
+	headAtStart := st.Head()
+	slogger := slogFor(log)
+	insts, swarn, err := builtin.Build(builtin.Kinds(), sourceEnv(cfg, set.inv, slogger))
+	for _, w := range swarn {
+		log.Warn().Msg(w)
+	}
 	if err == nil {
-		headAtStart := st.Head()
-		err = startPortScans(gctx, g, cfg, st, set.inv, func(ctx context.Context) error { return run.WaitFor(ctx, headAtStart) }, log)
+		sched := &scheduler.Scheduler{
+			Sink:  ingest.NewSink(st),
+			Ready: func(ctx context.Context) error { return run.WaitFor(ctx, headAtStart) },
+			Log:   slogger,
+		}
+		err = scheduler.Check(insts)
+		g.Go(func() error { return sched.Run(gctx, insts) })
 	}
 	if err != nil {
 		ln.Close()
@@ -255,168 +257,4 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 	}
 	log.Info().Msg("stopped")
 	return nil
-}
-
-// startSweeps starts the interval device sweep when enabled.
-func startSweeps(ctx context.Context, g *errgroup.Group, cfg *config.Config, st ingest.Appender, log zerolog.Logger) error {
-	d := cfg.Scan.Devices
-	if !d.Enabled {
-		log.Info().Msg("interval sweeps are off (scan.devices.enabled: false)")
-		return nil
-	}
-	if len(cfg.Networks) == 0 {
-		log.Warn().Msg("no networks to sweep: list CIDR prefixes under networks (jocasta init finds this host's)")
-		return nil
-	}
-	host, _ := os.Hostname()
-	source := cfg.ScanSource(host)
-	slog := log.With().Str("source", source).Logger()
-	var enrichers []sources.Enricher
-	if d.ResolveNames {
-		enrichers = append(enrichers, rdns.New(rdns.Options{}))
-	}
-	if d.ResolveMDNS {
-		enrichers = append(enrichers, mdns.New(mdns.Options{}))
-	}
-	if d.ResolveNetBIOS {
-		enrichers = append(enrichers, netbios.New(netbios.Options{}))
-	}
-	if d.ResolveDNSSD {
-		enrichers = append(enrichers, dnssd.New(dnssd.Options{}))
-	}
-	if d.ResolveSSDP {
-		enrichers = append(enrichers, ssdp.New(ssdp.Options{}))
-	}
-	sw, err := devicesweep.New(devicesweep.Config{
-		Networks:    cfg.Networks,
-		Rate:        d.Rate,
-		Rounds:      d.Rounds,
-		Wait:        time.Duration(d.Wait),
-		ResolveMACs: d.ResolveMACs,
-		Enrichers:   enrichers,
-		Logf:        func(f string, a ...any) { slog.Warn().Msgf(f, a...) },
-		Infof:       func(f string, a ...any) { slog.Info().Msgf(f, a...) },
-	})
-	if err != nil {
-		return err
-	}
-	if err := sw.Check(); err != nil {
-		return err
-	}
-	in := ingest.New(st, source)
-	sched := &devicesweep.Scheduler{Name: "sweep", Logf: func(f string, a ...any) { slog.Info().Msgf(f, a...) }}
-	interval := time.Duration(d.Interval)
-	g.Go(func() error {
-		return sched.RunEvery(ctx, interval, interval/20, func(ctx context.Context) error {
-			slog.Info().Int("networks", len(cfg.Networks)).Msg("sweep started")
-			res, err := sw.Run(ctx)
-			if res == nil {
-				return err
-			}
-			// The result is recorded even when the sweep was cut short
-			// (as incomplete); a stop lets this append finish.
-			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			defer cancel()
-			seq, aerr := in.Sweep(actx, res)
-			if aerr != nil {
-				return errors.Join(err, aerr)
-			}
-			slog.Info().Uint64("seq", seq).Int("hosts", len(res.Hosts)).Int("probes", res.ProbesSent).
-				Bool("complete", res.Complete).Dur("took", res.Finished.Sub(res.Started)).Msg("sweep recorded")
-			if err != nil && ctx.Err() == nil {
-				return err
-			}
-			return nil
-		})
-	})
-	return nil
-}
-
-// startPortScans starts the interval TCP port scan of every known address
-// when scan.ports.enabled.
-// The first scan waits until the projections have caught up (ready), so
-// that it probes the addresses the inventory already knows.
-func startPortScans(ctx context.Context, g *errgroup.Group, cfg *config.Config, st ingest.Appender, inv *inventory.Inventory, ready func(context.Context) error, log zerolog.Logger) error {
-	p := cfg.Scan.Ports
-	if !p.Enabled {
-		return nil
-	}
-	ports, err := portscan.Ports(p.Custom)
-	if err != nil {
-		return fmt.Errorf("scan.ports.custom: %w", err)
-	}
-	host, _ := os.Hostname()
-	source := cfg.ScanSource(host)
-	plog := log.With().Str("source", source).Str("component", "portscan").Logger()
-	in := ingest.New(st, source)
-	sched := &devicesweep.Scheduler{Name: "portscan", Logf: func(f string, a ...any) { plog.Info().Msgf(f, a...) }}
-	interval := time.Duration(p.Interval)
-	g.Go(func() error {
-		if err := ready(ctx); err != nil {
-			return nil // stopped before ready
-		}
-		return sched.RunEvery(ctx, interval, interval/20, func(ctx context.Context) error {
-			targets, err := portTargets(ctx, inv)
-			if err != nil {
-				return err
-			}
-			if len(targets) == 0 {
-				plog.Info().Msg("port scan skipped: no known addresses yet")
-				return nil
-			}
-			plog.Info().Int("targets", len(targets)).Int("ports", len(ports)).Msg("port scan started")
-			res, err := portscan.Scan(ctx, targets, portscan.Params{Ports: ports, Concurrency: p.Concurrency})
-			if res == nil {
-				return err
-			}
-			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			defer cancel()
-			seq, aerr := in.PortScan(actx, res)
-			if aerr != nil {
-				return errors.Join(err, aerr)
-			}
-			plog.Info().Uint64("seq", seq).Int("targets", res.Targets).Int("probes", res.ProbesSent).
-				Bool("complete", res.Complete).Dur("took", res.Finished.Sub(res.Started)).Msg("port scan recorded")
-			if err != nil && ctx.Err() == nil {
-				return err
-			}
-			return nil
-		})
-	})
-	return nil
-}
-
-// portTargets lists every current (not retired) address of every device,
-// with the ports the device advertises over DNS-SD.
-func portTargets(ctx context.Context, inv *inventory.Inventory) ([]portscan.Target, error) {
-	var out []portscan.Target
-	f := projections.DeviceFilter{Limit: 1000, Sort: "ip"}
-	for {
-		page, err := inv.ListDevices(ctx, f)
-		if err != nil {
-			return nil, err
-		}
-		for _, d := range page.Items {
-			var extra []uint16
-			for _, s := range d.Services {
-				if s.Port != 0 {
-					extra = append(extra, s.Port)
-				}
-			}
-			for _, a := range d.Addresses {
-				if a.RetiredAt != nil {
-					continue
-				}
-				ip, err := netip.ParseAddr(a.IP)
-				if err != nil {
-					continue
-				}
-				out = append(out, portscan.Target{IP: ip, Extra: extra})
-			}
-		}
-		if page.NextCursor == nil {
-			return out, nil
-		}
-		f.Cursor = *page.NextCursor
-	}
 }

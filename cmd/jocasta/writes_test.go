@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/jocasta/jocasta/cmd/internal/config"
+	"github.com/jocasta/jocasta/events/ingest"
 	"github.com/jocasta/jocasta/projections"
+	"github.com/jocasta/jocasta/sources"
 )
 
 // TestNoOpEditsAppendNothing: an edit or a watch that changes nothing is
@@ -206,4 +208,43 @@ func TestLogCommandsRedactSecrets(t *testing.T) {
 	check("offline")
 	startDaemon(t, cfgPath)
 	check("through serve")
+}
+
+// TestFailedRunInScanLog: a run that produced nothing is in the scan log
+// as an incomplete scan with its reason, and /api/scans answers it as
+// the OpenAPI document says.
+func TestFailedRunInScanLog(t *testing.T) {
+	cfgPath := writeConfig(t, t.TempDir(), noSweeps)
+	c, err := config.Load(cfgPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := openStore(c, openCreate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)
+	e, err := ingest.ScanFailedEvent(sources.Run{
+		Instance: sources.Instance{Source: "sweep:lab", Kind: "sweep"},
+		Started:  start, Finished: start.Add(2 * time.Second),
+		Err: errors.New("icmp: no ICMP socket: allow ping sockets or give CAP_NET_RAW"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Append(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	d := startDaemon(t, cfgPath)
+	_, out, _ := cli(t, "", "token", "create", "--config", cfgPath, "--name", "r", "--mode", "read", "--expires", "never")
+	code, body := d.do(t, "GET", "/api/scans", lastLine(out), "", "")
+	var page projections.Page[projections.Scan]
+	if code != 200 || json.Unmarshal(body, &page) != nil || len(page.Items) != 1 {
+		t.Fatalf("scans: %d %s", code, body)
+	}
+	s := page.Items[0]
+	if s.Complete || s.Kind != "devices" || s.Source != "sweep:lab" || len(s.Errors) != 1 || !strings.Contains(s.Errors[0], "no ICMP socket") {
+		t.Fatalf("scan %+v", s)
+	}
 }

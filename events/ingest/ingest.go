@@ -146,3 +146,70 @@ func prefixes(ps []netip.Prefix) []string {
 	}
 	return out
 }
+
+// Sink records the scheduler's runs (scheduler.Sink): one event per run,
+// appended under the instance's source name. A run with a result becomes
+// its kind's event; a run that produced nothing becomes scan.failed with
+// its reason.
+type Sink struct {
+	log Appender
+}
+
+// NewSink returns a sink appending to log.
+func NewSink(log Appender) *Sink { return &Sink{log: log} }
+
+// Record implements scheduler.Sink.
+func (s *Sink) Record(ctx context.Context, run sources.Run) error {
+	e, err := RunEvent(run)
+	if err != nil {
+		return err
+	}
+	if _, err := s.log.Append(ctx, e); err != nil {
+		return fmt.Errorf("ingest: append %s of %s: %w", e.Kind, run.Instance.Source, err)
+	}
+	return nil
+}
+
+// RunEvent converts one run into its event.
+func RunEvent(run sources.Run) (events.Envelope, error) {
+	source := run.Instance.Source
+	switch r := run.Result.(type) {
+	case *sources.Sweep:
+		return SweepEvent(r, source)
+	case *sources.PortScan:
+		return PortScanEvent(r, source)
+	case nil:
+		return ScanFailedEvent(run)
+	default:
+		return events.Envelope{}, fmt.Errorf("ingest: %s: no event for a result of type %T", source, run.Result)
+	}
+}
+
+// maxReason bounds the reason of a scan.failed (one line in the scan log).
+const maxReason = 1024
+
+// ScanFailedEvent converts a run that produced nothing into scan.failed.
+func ScanFailedEvent(run sources.Run) (events.Envelope, error) {
+	reason := "failed without a reason"
+	if run.Err != nil {
+		reason = strings.Join(strings.Fields(run.Err.Error()), " ")
+	}
+	if len(reason) > maxReason {
+		reason = reason[:maxReason]
+	}
+	id := newScanID(run)
+	e, err := events.New(events.KindScanFailed, events.ScanFailed{
+		ScanID: id, Kind: run.Instance.Kind, Started: run.Started.UTC(), Finished: run.Finished.UTC(), Reason: reason,
+	}, run.Finished)
+	if err != nil {
+		return events.Envelope{}, fmt.Errorf("ingest: scan failed of %s: %w", run.Instance.Source, err)
+	}
+	e.Source, e.Actor, e.Stream = run.Instance.Source, run.Instance.Source, "scan/"+id
+	return e, nil
+}
+
+// newScanID names a failed run: its source and start, which are unique
+// (an instance never runs twice at once).
+func newScanID(run sources.Run) string {
+	return fmt.Sprintf("%s@%d", run.Instance.Source, run.Started.UnixNano())
+}

@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/netip"
 	"testing"
@@ -80,5 +81,37 @@ func TestPortScanEventSortsAndKeepsEmpty(t *testing.T) {
 	want := []events.PortResult{{IP: "10.0.0.1", Open: []uint16{}}, {IP: "10.0.0.3", Open: []uint16{22, 80}}}
 	if d := cmp.Diff(want, p.Results); d != "" {
 		t.Fatal(d)
+	}
+}
+
+func TestSinkRecordsFailedRuns(t *testing.T) {
+	var log memLog
+	sink := NewSink(&log)
+	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	run := sources.Run{
+		Instance: sources.Instance{Source: "routerapi:core", Kind: "routerapi"},
+		Started:  start, Finished: start.Add(10 * time.Second),
+		Err: errors.New("GET https://core/rest/ip/arp:\n 401 Unauthorized"),
+	}
+	if err := sink.Record(context.Background(), run); err != nil {
+		t.Fatal(err)
+	}
+	if len(log.got) != 1 || log.got[0].Kind != events.KindScanFailed || log.got[0].Source != "routerapi:core" {
+		t.Fatalf("appended %+v", log.got)
+	}
+	var p events.ScanFailed
+	if err := json.Unmarshal(log.got[0].Payload, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Reason != "GET https://core/rest/ip/arp: 401 Unauthorized" || p.Kind != "routerapi" || !p.Started.Equal(start) {
+		t.Fatalf("payload %+v", p)
+	}
+	// A result becomes its kind's event.
+	sw := &sources.Sweep{ScanID: "s1", Started: start, Finished: start.Add(time.Second), Complete: true}
+	if err := sink.Record(context.Background(), sources.Run{Instance: sources.Instance{Source: "sweep:h", Kind: "sweep"}, Result: sw}); err != nil {
+		t.Fatal(err)
+	}
+	if log.got[1].Kind != events.KindSweepCompleted || log.got[1].Source != "sweep:h" {
+		t.Fatalf("sweep appended as %+v", log.got[1])
 	}
 }

@@ -316,6 +316,8 @@ func (i *Inventory) Prepare(ev events.Envelope) (any, error) {
 		p = &events.ClockTicked{}
 	case events.KindRetentionPurged:
 		p = &events.RetentionPurged{}
+	case events.KindScanFailed:
+		p = &events.ScanFailed{}
 	default:
 		return nil, nil
 	}
@@ -357,6 +359,9 @@ func (i *Inventory) ApplyPrepared(tx *bolt.Tx, ev events.Envelope, prepared any)
 		err = i.evaluate(em, at.UTC(), false)
 	case *events.RetentionPurged:
 		err = i.applyPurge(em, p)
+	case *events.ScanFailed:
+		k, v := failedScanRow(ev, p)
+		err = em.put(bucketScans, k, v)
 	default:
 		err = fmt.Errorf("prepared payload of type %T", prepared)
 	}

@@ -253,3 +253,25 @@ func portLabel(port uint16, advertised []projections.Service) string {
 	}
 	return s
 }
+
+// failedScanRow is the scan-log entry of a scan.failed: an incomplete
+// scan that found nothing, its reason the one error. The kind is the
+// scan log's "devices" for the sweep, "ports" for the port scan, else the
+// source kind.
+func failedScanRow(ev events.Envelope, p *events.ScanFailed) (key, row []byte) {
+	kind := p.Kind
+	switch kind {
+	case "sweep":
+		kind = "devices"
+	case "portscan":
+		kind = "ports"
+	}
+	id := p.ScanID
+	if id == "" {
+		id = ev.ID
+	}
+	return scanRow(ev.Seq, projections.Scan{
+		ID: id, Source: ev.Source, Kind: kind, Started: p.Started.UTC(), Finished: p.Finished.UTC(),
+		DurationMS: p.Finished.Sub(p.Started).Milliseconds(), Networks: []string{}, Errors: []string{p.Reason},
+	})
+}

@@ -462,3 +462,12 @@ func newScanID() string {
 	}
 	return hex.EncodeToString(b[:])
 }
+
+// Poll implements sources.Poller: one sweep (Run).
+func (s *Sweeper) Poll(ctx context.Context) (sources.Result, error) {
+	res, err := s.Run(ctx)
+	if res == nil {
+		return nil, err
+	}
+	return res, err
+}

@@ -80,6 +80,14 @@ func check(from, to string) string {
 		}
 	case from == "sources":
 		return "sources imports only the standard library"
+	case from == "sources/scheduler":
+		if to != "sources" {
+			return "the scheduler knows only the sources contract, never a kind"
+		}
+	case from == "sources/sourcetest":
+		if to != "sources" && to != "sources/scheduler" {
+			return "the conformance suite imports only the contract and the scheduler"
+		}
 	case under(from, "sources"):
 		if !under(to, "sources") {
 			return "a source imports only sources packages: it never sees events, the store or HTTP"
@@ -140,6 +148,8 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"httpapi", "projections/runner"},
 		{"ui", "httpapi"},
 		{"projections", "cmd/internal/config"},
+		{"sources/scheduler", "sources/devicesweep"},
+		{"sources/sourcetest", "sources/portscan"},
 	}
 	for _, tc := range tests {
 		if check(tc.from, tc.to) == "" {

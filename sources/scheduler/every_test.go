@@ -1,9 +1,9 @@
-package devicesweep
+package scheduler
 
 import (
 	"context"
 	"errors"
-	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,11 +16,14 @@ type logBuf struct {
 	lines []string
 }
 
-func (l *logBuf) logf(f string, a ...any) {
+func (l *logBuf) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.lines = append(l.lines, fmt.Sprintf(f, a...))
+	l.lines = append(l.lines, string(p))
+	return len(p), nil
 }
+
+func (l *logBuf) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
 
 func (l *logBuf) all() string {
 	l.mu.Lock()
@@ -30,7 +33,7 @@ func (l *logBuf) all() string {
 
 func TestSchedulerNeverOverlaps(t *testing.T) {
 	var logs logBuf
-	s := &Scheduler{Logf: logs.logf}
+	s := &Every{Log: logs.logger()}
 	ctx, cancel := context.WithCancel(context.Background())
 	var running, runs atomic.Int32
 	done := make(chan error, 1)
@@ -58,7 +61,7 @@ func TestSchedulerNeverOverlaps(t *testing.T) {
 		t.Errorf("%d runs, want 3", got)
 	}
 	out := logs.all()
-	if !strings.Contains(out, "sweep still running, skipping tick") || !strings.Contains(out, "run failed: boom") {
+	if !strings.Contains(out, "still running, skipping tick") || !strings.Contains(out, "run failed: boom") {
 		t.Errorf("logs:\n%s", out)
 	}
 	if strings.Contains(out, "run failed: context canceled") {
@@ -68,7 +71,7 @@ func TestSchedulerNeverOverlaps(t *testing.T) {
 
 func TestSchedulerIntervalAndJitter(t *testing.T) {
 	var jitters []time.Duration
-	s := &Scheduler{jitter: func(max time.Duration) time.Duration { jitters = append(jitters, max); return max / 2 }}
+	s := &Every{jitter: func(max time.Duration) time.Duration { jitters = append(jitters, max); return max / 2 }}
 	ctx, cancel := context.WithCancel(context.Background())
 	var starts []time.Time
 	err := s.RunEvery(ctx, 20*time.Millisecond, 10*time.Millisecond, func(context.Context) error {
@@ -92,7 +95,7 @@ func TestSchedulerIntervalAndJitter(t *testing.T) {
 }
 
 func TestSchedulerStops(t *testing.T) {
-	s := &Scheduler{}
+	s := &Every{}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var runs int

@@ -1,18 +1,19 @@
-package devicesweep
+package scheduler
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"time"
 )
 
-// Scheduler runs a job on an interval, never two at once.
-type Scheduler struct {
-	// Logf receives "sweep still running, skipping tick" and the job's
-	// errors; nil discards them.
-	Logf func(format string, args ...any)
-	// Name prefixes log lines ("devicesweep" when empty).
+// Every runs a job on an interval, never two at once.
+type Every struct {
+	// Log receives "still running, skipping tick" and the job's errors;
+	// nil discards them.
+	Log *slog.Logger
+	// Name prefixes log lines ("source" when empty).
 	Name string
 
 	jitter func(max time.Duration) time.Duration // tests replace it
@@ -27,20 +28,20 @@ type Scheduler struct {
 // and the skipped ticks are logged ("sweep still running, skipping tick").
 // Errors from run are logged and do not stop the schedule. The timer waits
 // in a select on ctx.Done() and is stopped on return.
-func (s *Scheduler) RunEvery(ctx context.Context, interval, jitter time.Duration, run func(ctx context.Context) error) error {
+func (s *Every) RunEvery(ctx context.Context, interval, jitter time.Duration, run func(ctx context.Context) error) error {
 	if interval <= 0 {
 		return fmt.Errorf("%w: interval %v: want more than 0", ErrConfig, interval)
 	}
 	if jitter < 0 {
 		return fmt.Errorf("%w: jitter %v: want 0 or more", ErrConfig, jitter)
 	}
-	logf := s.Logf
-	if logf == nil {
-		logf = func(string, ...any) {}
+	log := s.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	name := s.Name
 	if name == "" {
-		name = "devicesweep"
+		name = "source"
 	}
 	rnd := s.jitter
 	if rnd == nil {
@@ -61,7 +62,7 @@ func (s *Scheduler) RunEvery(ctx context.Context, interval, jitter time.Duration
 		}
 		start := time.Now()
 		if err := run(ctx); err != nil && ctx.Err() == nil {
-			logf("%s: run failed: %v", name, err)
+			log.Warn(name+": run failed: "+err.Error(), "source", name)
 		}
 		if ctx.Err() != nil {
 			return nil
@@ -71,8 +72,8 @@ func (s *Scheduler) RunEvery(ctx context.Context, interval, jitter time.Duration
 		if !next.After(now) {
 			skipped := int(now.Sub(start) / interval)
 			next = start.Add(time.Duration(skipped+1) * interval)
-			logf("%s: sweep still running, skipping tick: the run took %v, longer than the interval %v (%d tick(s) skipped)",
-				name, now.Sub(start).Round(time.Millisecond), interval, skipped)
+			log.Info(name+": still running, skipping tick: the run took longer than the interval", "source", name,
+				"took", now.Sub(start).Round(time.Millisecond).String(), "interval", interval.String(), "skipped", skipped)
 		}
 		timer.Reset(next.Sub(now) + rnd(jitter))
 	}

@@ -1,0 +1,19 @@
+package devicesweep
+
+import "time"
+
+// Settings are the scan.devices keys of the configuration, as the
+// service's loader has checked them (defaults filled, ranges enforced).
+type Settings struct {
+	Enabled        bool          `yaml:"enabled"`
+	Interval       time.Duration `yaml:"interval"`
+	Rate           int           `yaml:"rate"`
+	Rounds         int           `yaml:"rounds"`
+	Wait           time.Duration `yaml:"wait"`
+	ResolveNames   bool          `yaml:"resolve_names"`
+	ResolveMACs    bool          `yaml:"resolve_macs"`
+	ResolveMDNS    bool          `yaml:"resolve_mdns"`
+	ResolveNetBIOS bool          `yaml:"resolve_netbios"`
+	ResolveDNSSD   bool          `yaml:"resolve_dnssd"`
+	ResolveSSDP    bool          `yaml:"resolve_ssdp"`
+}
