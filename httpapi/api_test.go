@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/jocasta/jocasta/events"
+	"github.com/jocasta/jocasta/events/command"
 	"github.com/jocasta/jocasta/httpapi"
 	"github.com/jocasta/jocasta/projections"
 )
@@ -180,13 +180,13 @@ func TestPatchDevice(t *testing.T) {
 		name  string
 		ct    string
 		body  string
-		want  events.DeviceEdited
+		want  command.DeviceEdit
 		check func(t *testing.T, d projections.Device)
 	}{
 		{
 			name: "set, clear and flag", ct: "application/json",
 			body: `{"label": "storage", "notes": null, "ignored": true}`,
-			want: events.DeviceEdited{Label: ptr("storage"), Ignored: ptr(true), Cleared: []string{"notes"}},
+			want: command.DeviceEdit{Label: ptr("storage"), Ignored: ptr(true), Clear: []string{"notes"}},
 			check: func(t *testing.T, d projections.Device) {
 				if d.Label == nil || *d.Label != "storage" || !d.Ignored || d.Notes != nil || *d.Group != "lab" {
 					t.Fatalf("device %+v", d)
@@ -196,7 +196,7 @@ func TestPatchDevice(t *testing.T) {
 		{
 			name: "merge patch with charset", ct: "application/merge-patch+json; charset=UTF-8",
 			body: `{"group": null, "type": "nas", "notes": "rack 2\nshelf 3"}`,
-			want: events.DeviceEdited{Type: ptr("nas"), Notes: ptr("rack 2\nshelf 3"), Cleared: []string{"group"}},
+			want: command.DeviceEdit{Type: ptr("nas"), Notes: ptr("rack 2\nshelf 3"), Clear: []string{"group"}},
 			check: func(t *testing.T, d projections.Device) {
 				if d.Group != nil || *d.Type != "nas" {
 					t.Fatalf("device %+v", d)
@@ -206,7 +206,7 @@ func TestPatchDevice(t *testing.T) {
 		{
 			name: "null ignored is false; 128 characters", ct: "application/json",
 			body:  `{"ignored": null, "label": "` + strings.Repeat("é", 128) + `"}`,
-			want:  events.DeviceEdited{Ignored: ptr(false), Label: ptr(strings.Repeat("é", 128))},
+			want:  command.DeviceEdit{Ignored: ptr(false), Label: ptr(strings.Repeat("é", 128))},
 			check: func(t *testing.T, d projections.Device) {},
 		},
 	}

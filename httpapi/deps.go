@@ -6,7 +6,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/jocasta/jocasta/events"
+	"github.com/jocasta/jocasta/events/command"
 	"github.com/jocasta/jocasta/projections"
 )
 
@@ -40,12 +40,15 @@ type DeviceJSONReader interface {
 	DeviceJSON(ctx context.Context, id string) ([]byte, error)
 }
 
-// Commander carries out users' edits. Each method appends one event with
-// the given actor (the token's name), returns only after the event is
-// durable and applied to the projections, and returns the new state.
-// Both return projections.ErrNotFound for an unknown device.
+// Commander carries out users' edits (events/command.Commander, the one
+// write side). Each method appends at most one event with the given actor
+// (the token), returns only after it is durable and applied to the
+// projections, and returns the new state. Both return
+// projections.ErrNotFound for an unknown device, *command.Invalid for a
+// field the write side refuses, and projections.ErrWriteFailed when the
+// database failed to commit.
 type Commander interface {
-	EditDevice(ctx context.Context, actor, id string, edit events.DeviceEdited) (projections.Device, error)
+	EditDevice(ctx context.Context, actor, id string, edit command.DeviceEdit) (projections.Device, error)
 	SetWatch(ctx context.Context, actor, id string, watched bool) (projections.WatchState, error)
 }
 

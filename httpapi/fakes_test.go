@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jocasta/jocasta/events"
+	"github.com/jocasta/jocasta/events/command"
 	"github.com/jocasta/jocasta/projections"
 )
 
@@ -247,7 +248,7 @@ type fakeCommander struct {
 
 	mu      sync.Mutex
 	actor   string
-	edit    *events.DeviceEdited
+	edit    *command.DeviceEdit
 	watched *bool
 	fail    bool
 	failErr error // returned instead of errInternalSecret when set
@@ -261,7 +262,7 @@ func (c *fakeCommander) editCount() int {
 	return c.calls
 }
 
-func (c *fakeCommander) EditDevice(_ context.Context, actor, id string, e events.DeviceEdited) (projections.Device, error) {
+func (c *fakeCommander) EditDevice(_ context.Context, actor, id string, e command.DeviceEdit) (projections.Device, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls++
@@ -290,7 +291,7 @@ func (c *fakeCommander) EditDevice(_ context.Context, actor, id string, e events
 	if e.Ignored != nil {
 		d.Ignored = *e.Ignored
 	}
-	for _, f := range e.Cleared {
+	for _, f := range e.Clear {
 		switch f {
 		case "label":
 			d.Label = nil

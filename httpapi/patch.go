@@ -11,19 +11,11 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/jocasta/jocasta/events"
+	"github.com/jocasta/jocasta/events/command"
 )
 
 // maxBodyBytes is the largest request body accepted (64 KiB).
 const maxBodyBytes = 64 << 10
-
-// Lengths of the editable text fields, in characters (code points).
-const (
-	maxLabel = 128
-	maxGroup = 64
-	maxType  = 64
-	maxNotes = 4096
-)
 
 // readJSONBody checks the content type (application/json or
 // application/merge-patch+json, with at most a charset=utf-8 parameter)
@@ -141,19 +133,18 @@ func jsonPointer(name string) string {
 	return "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(name)
 }
 
-// editField is one editable text field of a device.
+// editField is one editable text field of a device. Its rules (length,
+// characters) are the write side's: command.CheckField.
 type editField struct {
-	name      string
-	max       int
-	multiline bool
-	dst       func(*events.DeviceEdited) **string
+	name string
+	dst  func(*command.DeviceEdit) **string
 }
 
 var editFields = []editField{
-	{"label", maxLabel, false, func(e *events.DeviceEdited) **string { return &e.Label }},
-	{"group", maxGroup, false, func(e *events.DeviceEdited) **string { return &e.Group }},
-	{"type", maxType, false, func(e *events.DeviceEdited) **string { return &e.Type }},
-	{"notes", maxNotes, true, func(e *events.DeviceEdited) **string { return &e.Notes }},
+	{"label", func(e *command.DeviceEdit) **string { return &e.Label }},
+	{"group", func(e *command.DeviceEdit) **string { return &e.Group }},
+	{"type", func(e *command.DeviceEdit) **string { return &e.Type }},
+	{"notes", func(e *command.DeviceEdit) **string { return &e.Notes }},
 }
 
 const editableNames = "label, group, type, notes and ignored"
@@ -167,8 +158,8 @@ const editableNames = "label, group, type, notes and ignored"
 //   - ignored: true or false; null means false.
 //   - Any other member, a wrong type, a duplicate member or an object with
 //     no member is a 400 naming the member by JSON pointer.
-func decodeDeviceEdit(body []byte) (events.DeviceEdited, error) {
-	var e events.DeviceEdited
+func decodeDeviceEdit(body []byte) (command.DeviceEdit, error) {
+	var e command.DeviceEdit
 	members, err := decodeObject(body)
 	if err != nil {
 		return e, err
@@ -206,18 +197,18 @@ func decodeDeviceEdit(body []byte) (events.DeviceEdited, error) {
 			errs = append(errs, pointerError(ptr, "must be a string or null"))
 			continue
 		}
-		if d := checkText(v, f.max, f.multiline); d != "" {
+		if d := command.CheckField(f.name, v); d != "" {
 			errs = append(errs, pointerError(ptr, d))
 			continue
 		}
 		*f.dst(&e) = &v
 	}
 	if len(errs) > 0 {
-		return events.DeviceEdited{}, fieldsProblem(errs)
+		return command.DeviceEdit{}, fieldsProblem(errs)
 	}
 	for _, f := range editFields {
 		if cleared[f.name] {
-			e.Cleared = append(e.Cleared, f.name)
+			e.Clear = append(e.Clear, f.name)
 		}
 	}
 	return e, nil
@@ -232,27 +223,16 @@ func fieldIndex(name string) int {
 	return -1
 }
 
-// checkText returns what is wrong with a text value, or "".
-func checkText(v string, max int, multiline bool) string {
-	if v == "" {
-		return "empty: send null to clear the field"
-	}
-	if n := utf8.RuneCountInString(v); n > max {
-		return fmt.Sprintf("%d characters long: use at most %d", n, max)
-	}
-	return events.CheckText(v, multiline)
-}
-
 // encodeDeviceEdit writes e as a merge-patch body that decodeDeviceEdit
 // reads back to e (tests and fuzzing use it).
-func encodeDeviceEdit(e events.DeviceEdited) []byte {
+func encodeDeviceEdit(e command.DeviceEdit) []byte {
 	obj := map[string]any{}
 	for _, f := range editFields {
 		if p := *f.dst(&e); p != nil {
 			obj[f.name] = *p
 		}
 	}
-	for _, name := range e.Cleared {
+	for _, name := range e.Clear {
 		obj[name] = nil
 	}
 	if e.Ignored != nil {

@@ -8,17 +8,17 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/jocasta/jocasta/events"
+	"github.com/jocasta/jocasta/events/command"
 )
 
 func TestDecodeDeviceEditRoundTrip(t *testing.T) {
 	s := func(v string) *string { return &v }
 	b := func(v bool) *bool { return &v }
-	tests := []events.DeviceEdited{
+	tests := []command.DeviceEdit{
 		{Label: s("nas")},
 		{Group: s("lab"), Type: s("printer"), Notes: s("a\nb"), Ignored: b(true)},
-		{Cleared: []string{"label", "group", "type", "notes"}},
-		{Label: s(strings.Repeat("ü", maxLabel)), Ignored: b(false), Cleared: []string{"notes"}},
+		{Clear: []string{"label", "group", "type", "notes"}},
+		{Label: s(strings.Repeat("ü", command.MaxLabel)), Ignored: b(false), Clear: []string{"notes"}},
 	}
 	for _, want := range tests {
 		body := encodeDeviceEdit(want)
@@ -60,7 +60,7 @@ func FuzzPatchBody(f *testing.F) {
 		for _, f := range editFields {
 			if v := *f.dst(&e); v != nil {
 				n++
-				if *v == "" || utf8.RuneCountInString(*v) > f.max || !utf8.ValidString(*v) {
+				if *v == "" || command.CheckField(f.name, *v) != "" || !utf8.ValidString(*v) {
 					t.Fatalf("accepted %s = %q", f.name, *v)
 				}
 			}
@@ -68,7 +68,7 @@ func FuzzPatchBody(f *testing.F) {
 		if e.Ignored != nil {
 			n++
 		}
-		if n+len(e.Cleared) == 0 {
+		if n+len(e.Clear) == 0 {
 			t.Fatalf("accepted an edit that changes nothing: %q", body)
 		}
 		again, err := decodeDeviceEdit(encodeDeviceEdit(e))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/jocasta/jocasta/events/command"
 	"github.com/jocasta/jocasta/projections"
 )
 
@@ -47,6 +48,7 @@ func (e errorWriter) handle(h handlerFunc) http.Handler {
 func (e errorWriter) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	st := stateFrom(r.Context())
 	var p *problem
+	var invalid *command.Invalid
 	switch {
 	case errors.As(err, &p):
 		cp := *p
@@ -55,6 +57,12 @@ func (e errorWriter) writeError(w http.ResponseWriter, r *http.Request, err erro
 		p = queryError("cursor", "the cursor was not issued by this server: pass next_cursor from the previous page unchanged, or leave cursor out to start over")
 	case errors.Is(err, projections.ErrNotFound):
 		p = errPathNotFound(r.URL.Path)
+	case errors.As(err, &invalid):
+		errs := make([]fieldError, len(invalid.Fields))
+		for i, f := range invalid.Fields {
+			errs[i] = pointerError(jsonPointer(f.Field), f.Detail)
+		}
+		p = fieldsProblem(errs)
 	case errors.Is(err, projections.ErrWriteFailed):
 		e.log.Error().Err(err).Str("request_id", st.id).Str("method", r.Method).
 			Str("path", r.URL.Path).Msg("httpapi: the database failed to commit a write")

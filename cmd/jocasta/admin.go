@@ -12,9 +12,8 @@ import (
 	"strings"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/jocasta/jocasta/events"
+	"github.com/jocasta/jocasta/events/command"
 	"github.com/jocasta/jocasta/projections"
 	"github.com/jocasta/jocasta/projections/access"
 	"github.com/jocasta/jocasta/projections/inventory"
@@ -107,6 +106,24 @@ func (e userError) Error() string { return e.msg }
 
 func userErrorf(format string, args ...any) error { return userError{fmt.Sprintf(format, args...)} }
 
+// cliError turns the write side's refusals into user errors (exit 1 with
+// their sentence); other errors pass as they are.
+func cliError(err error) error {
+	var inv *command.Invalid
+	var ref *command.Refused
+	switch {
+	case errors.As(err, &inv):
+		parts := make([]string, len(inv.Fields))
+		for i, f := range inv.Fields {
+			parts[i] = f.Field + " " + f.Detail
+		}
+		return userErrorf("%s", strings.Join(parts, "; "))
+	case errors.As(err, &ref):
+		return userError{ref.Msg}
+	}
+	return err
+}
+
 // core is an open database with the projections the admin commands need.
 type core struct {
 	st  *store.Store
@@ -129,103 +146,10 @@ type core struct {
 // replayProgressEvery is how often a replay reports how far it got.
 var replayProgressEvery = 2 * time.Second
 
-// errStale says the log moved past the head a decision was read at.
-var errStale = errors.New("the log moved while deciding")
-
-// decideTries bounds how often appendDecided re-reads after the log moved
-// under it; each try waits for the projections, so a busy log settles
-// within a few.
-const decideTries = 20
-
-// appendDecided appends the event decide returns (nil: nothing), deciding
-// inside the append: decide reads the projections once they have applied
-// the head, and the append goes through only if the head is still the
-// same inside the write transaction, so what decide read was current
-// (a no-op is not appended; a name checked free is still free). When the
-// log moved, it reads again. It returns once the projections have applied
-// what it appended.
-func (c *core) appendDecided(ctx context.Context, decide func() (*events.Envelope, error)) error {
-	for range decideTries {
-		head := c.st.Head()
-		if err := c.sync(ctx, head); err != nil {
-			return fmt.Errorf("wait for projections: %w", err)
-		}
-		out, err := c.st.AppendFunc(ctx, func(tx *bolt.Tx) ([]events.Envelope, error) {
-			if store.HeadTx(tx) != head {
-				return nil, errStale
-			}
-			e, err := decide()
-			if err != nil || e == nil {
-				return nil, err
-			}
-			return []events.Envelope{*e}, nil
-		})
-		switch {
-		case errors.Is(err, errStale):
-			continue
-		case errors.Is(err, store.ErrOutcomeUnknown), errors.Is(err, store.ErrFailed):
-			return fmt.Errorf("%w: %w", projections.ErrWriteFailed, err)
-		case err != nil:
-			return err
-		case len(out) == 0:
-			return nil
-		}
-		if err := c.sync(ctx, out[len(out)-1].Seq); err != nil {
-			return fmt.Errorf("wait for projections: %w", err)
-		}
-		return nil
-	}
-	return fmt.Errorf("the log kept moving while deciding (%d tries): retry", decideTries)
-}
-
-func (c *core) appendAndWait(ctx context.Context, evs ...events.Envelope) ([]events.Envelope, error) {
-	out, err := c.st.Append(ctx, evs...)
-	if errors.Is(err, store.ErrOutcomeUnknown) || errors.Is(err, store.ErrFailed) {
-		return nil, fmt.Errorf("%w: %w", projections.ErrWriteFailed, err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if err := c.sync(ctx, out[len(out)-1].Seq); err != nil {
-		return nil, fmt.Errorf("wait for projections: %w", err)
-	}
-	return out, nil
-}
-
 func (c *core) TokenCreate(ctx context.Context, req tokenCreateReq) (tokenCreateResp, error) {
-	name := strings.TrimSpace(req.Name)
-	if err := access.ValidateTokenName(name); err != nil {
-		return tokenCreateResp{}, userErrorf("token name %q: %v", name, err)
-	}
-	if req.Mode != events.ModeRead && req.Mode != events.ModeReadWrite {
-		return tokenCreateResp{}, userErrorf("token mode %q: want read or read_write", req.Mode)
-	}
-	now := c.now().UTC()
-	exp, err := access.ParseExpiry(req.Expires, now)
+	tok, secret, err := c.commander().CreateToken(ctx, "cli", req.Actor, command.TokenRequest{Name: req.Name, Mode: req.Mode, Expires: req.Expires})
 	if err != nil {
-		return tokenCreateResp{}, userErrorf("token expiry %q: want never, 30d, 90d or 1y", req.Expires)
-	}
-	secret, sum := access.NewTokenSecret()
-	id := access.TokenID()
-	// The name is checked free inside the append: two creations with one
-	// name cannot both pass.
-	err = c.appendDecided(ctx, func() (*events.Envelope, error) {
-		if c.access.TokenNameTaken(name) {
-			return nil, userErrorf("a token named %q already exists; revoke it or choose another name", name)
-		}
-		e, err := events.New(events.KindTokenCreated, events.TokenCreated{TokenID: id, Name: name, Mode: req.Mode, ExpiresAt: exp, SecretSHA256: sum}, now)
-		if err != nil {
-			return nil, err
-		}
-		e.Source, e.Actor, e.Stream = "cli", req.Actor, "token/"+id
-		return &e, nil
-	})
-	if err != nil {
-		return tokenCreateResp{}, err
-	}
-	tok, err := c.access.Token(id)
-	if err != nil {
-		return tokenCreateResp{}, fmt.Errorf("token %s missing after create: %w", id, err)
+		return tokenCreateResp{}, cliError(err)
 	}
 	return tokenCreateResp{Token: tok, Secret: secret}, nil
 }
@@ -238,66 +162,15 @@ func (c *core) TokenList(ctx context.Context) ([]projections.Token, error) {
 }
 
 func (c *core) TokenRevoke(ctx context.Context, req idReq) error {
-	if err := c.sync(ctx, c.st.Head()); err != nil {
-		return err
-	}
-	if _, err := c.access.Token(req.ID); err != nil {
-		return userErrorf("no token with id %q (see jocasta token list)", req.ID)
-	}
-	e, err := events.New(events.KindTokenRevoked, events.TokenRevoked{TokenID: req.ID}, c.now())
-	if err != nil {
-		return err
-	}
-	e.Source, e.Actor, e.Stream = "cli", req.Actor, "token/"+req.ID
-	_, err = c.appendAndWait(ctx, e)
-	return err
-}
-
-func (c *core) userEvent(ctx context.Context, kind string, payload any, name, actor string) error {
-	e, err := events.New(kind, payload, c.now())
-	if err != nil {
-		return err
-	}
-	e.Source, e.Actor, e.Stream = "cli", actor, "user/"+name
-	_, err = c.appendAndWait(ctx, e)
-	return err
+	return cliError(c.commander().RevokeToken(ctx, "cli", req.Actor, req.ID))
 }
 
 func (c *core) UserAdd(ctx context.Context, req userReq) error {
-	if err := access.ValidateUserName(req.Name); err != nil {
-		return userError{err.Error()}
-	}
-	if err := access.ValidatePassword(req.Password); err != nil {
-		return userError{err.Error()}
-	}
-	if err := c.sync(ctx, c.st.Head()); err != nil {
-		return err
-	}
-	if _, err := c.access.User(req.Name); err == nil {
-		return userErrorf("user %q already exists; use jocasta user passwd to change the password", req.Name)
-	}
-	hash, err := access.HashPassword(req.Password)
-	if err != nil {
-		return err
-	}
-	return c.userEvent(ctx, events.KindUserAdded, events.UserAdded{Name: req.Name, PasswordHash: hash}, req.Name, req.Actor)
+	return cliError(c.commander().AddUser(ctx, "cli", req.Actor, req.Name, req.Password))
 }
 
 func (c *core) UserPasswd(ctx context.Context, req userReq) error {
-	if err := access.ValidatePassword(req.Password); err != nil {
-		return userError{err.Error()}
-	}
-	if err := c.sync(ctx, c.st.Head()); err != nil {
-		return err
-	}
-	if _, err := c.access.User(req.Name); err != nil {
-		return userErrorf("no user %q (see jocasta user list)", req.Name)
-	}
-	hash, err := access.HashPassword(req.Password)
-	if err != nil {
-		return err
-	}
-	return c.userEvent(ctx, events.KindUserPasswordChanged, events.UserPasswordChanged{Name: req.Name, PasswordHash: hash}, req.Name, req.Actor)
+	return cliError(c.commander().ChangePassword(ctx, "cli", req.Actor, req.Name, req.Password))
 }
 
 func (c *core) UserList(ctx context.Context) ([]userInfo, error) {
@@ -312,13 +185,7 @@ func (c *core) UserList(ctx context.Context) ([]userInfo, error) {
 }
 
 func (c *core) UserRemove(ctx context.Context, req userReq) error {
-	if err := c.sync(ctx, c.st.Head()); err != nil {
-		return err
-	}
-	if _, err := c.access.User(req.Name); err != nil {
-		return userErrorf("no user %q (see jocasta user list)", req.Name)
-	}
-	return c.userEvent(ctx, events.KindUserRemoved, events.UserRemoved{Name: req.Name}, req.Name, req.Actor)
+	return cliError(c.commander().RemoveUser(ctx, "cli", req.Actor, req.Name))
 }
 
 func (c *core) LogVerify(ctx context.Context) (store.VerifyReport, error) {

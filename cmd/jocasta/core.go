@@ -10,11 +10,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/jocasta/jocasta/events/command"
 	"github.com/jocasta/jocasta/httpapi"
 
 	"github.com/jocasta/jocasta/cmd/internal/config"
-	"github.com/jocasta/jocasta/events"
-	"github.com/jocasta/jocasta/projections"
 	"github.com/jocasta/jocasta/projections/access"
 	"github.com/jocasta/jocasta/projections/inventory"
 	"github.com/jocasta/jocasta/projections/oui"
@@ -165,95 +164,9 @@ func logf(log zerolog.Logger) func(string, ...any) {
 	return func(format string, args ...any) { log.Info().Msgf(format, args...) }
 }
 
-// EditDevice implements httpapi.Commander: it appends device.edited with
-// the actor and returns the device once the projections applied it. An
-// edit that changes nothing (every field already has the value given) is
-// not appended: it is decided inside the append, against the device as
-// of the log's head, so a stream of identical edits cannot grow the log.
-func (c *core) EditDevice(ctx context.Context, actor, id string, edit events.DeviceEdited) (projections.Device, error) {
-	err := c.appendDecided(ctx, func() (*events.Envelope, error) {
-		d, err := c.inv.Device(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if !editChanges(d, edit) {
-			return nil, nil
-		}
-		e, err := events.New(events.KindDeviceEdited, edit, c.now())
-		if err != nil {
-			return nil, err
-		}
-		e.Source, e.Actor, e.Device, e.Stream = "api", actor, id, "device/"+id
-		return &e, nil
-	})
-	if err != nil {
-		return projections.Device{}, err
-	}
-	return c.inv.Device(ctx, id)
-}
-
-// SetWatch implements httpapi.Commander. Setting the watch a device
-// already has appends nothing (decided as EditDevice decides).
-func (c *core) SetWatch(ctx context.Context, actor, id string, watched bool) (projections.WatchState, error) {
-	err := c.appendDecided(ctx, func() (*events.Envelope, error) {
-		d, err := c.inv.Device(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if d.Watched == watched {
-			return nil, nil
-		}
-		e, err := events.New(events.KindDeviceWatchSet, events.DeviceWatchSet{Watched: watched}, c.now())
-		if err != nil {
-			return nil, err
-		}
-		e.Source, e.Actor, e.Device, e.Stream = "api", actor, id, "device/"+id
-		return &e, nil
-	})
-	if err != nil {
-		return projections.WatchState{}, err
-	}
-	return c.inv.WatchState(id)
-}
-
-// editChanges reports whether applying edit to d changes any field.
-func editChanges(d projections.Device, edit events.DeviceEdited) bool {
-	differs := func(cur *string, to *string) bool {
-		return to != nil && (cur == nil || *cur != *to)
-	}
-	if differs(d.Label, edit.Label) || differs(d.Group, edit.Group) || differs(d.Type, edit.Type) || differs(d.Notes, edit.Notes) {
-		return true
-	}
-	if edit.Ignored != nil && *edit.Ignored != d.Ignored {
-		return true
-	}
-	for _, f := range edit.Cleared {
-		switch f {
-		case "label":
-			if d.Label != nil {
-				return true
-			}
-		case "group":
-			if d.Group != nil {
-				return true
-			}
-		case "type":
-			if d.Type != nil {
-				return true
-			}
-		case "notes":
-			if d.Notes != nil {
-				return true
-			}
-		case "ignored":
-			if d.Ignored {
-				return true
-			}
-		default:
-			return true // a field this check does not know: let the event decide
-		}
-	}
-	return false
+// commander is the write side over the core's store and read models.
+func (c *core) commander() *command.Commander {
+	return &command.Commander{Log: c.st, Sync: c.sync, Devices: c.inv, Accounts: c.access, Now: c.now}
 }
 
 // api builds the HTTP API over the core's projections.
@@ -263,7 +176,7 @@ func (c *core) api(cfg *config.Config, log zerolog.Logger) (http.Handler, error)
 		ProxyHeader:    cfg.Server.ProxyHeader,
 		CORSOrigins:    cfg.Server.CORS.AllowedOrigins,
 		MCPEnabled:     cfg.Server.MCP.Enabled,
-	}, httpapi.Deps{Inventory: c.inv, Commander: c, Auth: c.access, Ready: c.readiness(),
+	}, httpapi.Deps{Inventory: c.inv, Commander: c.commander(), Auth: c.access, Ready: c.readiness(),
 		Space: newDiskSpace(filepath.Dir(cfg.DBFile())), Log: log, Now: c.now})
 }
 

@@ -70,9 +70,15 @@ func check(from, to string) string {
 		if to != "events" {
 			return "events/bus imports only events"
 		}
-	case under(from, "events/ingest"), under(from, "events/command"):
+	case under(from, "events/ingest"):
 		if to != "events" && to != "sources" && !under(to, "store") && to != "projections" {
-			return "ingest/command import events, store and the sources types only"
+			return "ingest imports events, store and the sources types only"
+		}
+	case under(from, "events/command"):
+		// The write side reads the read models' types and the access
+		// model's credential helpers (hashing, token secrets).
+		if to != "events" && !under(to, "store") && !under(to, "projections") {
+			return "command imports events, store and projections only"
 		}
 	case under(from, "store"):
 		if to != "events" && !under(to, "store") {
@@ -97,8 +103,8 @@ func check(from, to string) string {
 			return "projections import events, store and projections only"
 		}
 	case under(from, "httpapi"):
-		if to != "events" && !under(to, "projections") && !under(to, "httpapi") {
-			return "httpapi imports events and projections (types) only"
+		if to != "events" && !under(to, "projections") && !under(to, "httpapi") && to != "events/command" {
+			return "httpapi imports events, projections and the write side's command types only"
 		}
 		if under(to, "projections/runner") {
 			return "httpapi uses projections for types, not the runner"
