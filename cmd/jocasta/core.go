@@ -83,7 +83,7 @@ func openCore(ctx context.Context, cfg *config.Config, log zerolog.Logger, mode 
 		st.Close()
 		return nil, err
 	}
-	run, err := runner.New(st, set.list(), runner.Options{Logf: logf(log)})
+	run, err := runner.New(st, set.list(), runner.Options{Log: slogFor(log)})
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -159,10 +159,6 @@ func openStoreWithin(cfg *config.Config, lock time.Duration, mode openMode) (*st
 
 // Close closes the database.
 func (c *core) Close() error { return c.st.Close() }
-
-func logf(log zerolog.Logger) func(string, ...any) {
-	return func(format string, args ...any) { log.Info().Msgf(format, args...) }
-}
 
 // commander is the write side over the core's store and read models.
 func (c *core) commander() *command.Commander {

@@ -121,7 +121,7 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 	}
 	doorbell := bus.New(log)
 	st.OnCommit(doorbell.Ring)
-	run, err := runner.New(st, set.list(), runner.Options{Logf: logf(log.With().Str("component", "runner").Logger())})
+	run, err := runner.New(st, set.list(), runner.Options{Log: slogFor(log).With("component", "runner")})
 	if err != nil {
 		st.Close()
 		return err
@@ -192,11 +192,11 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 	if err != nil {
 		return err
 	}
-	purger.Logf = logf(log.With().Str("component", "retention").Logger())
+	purger.Log = slogFor(log).With("component", "retention")
 	if hooks != nil && hooks.purgeDelay > 0 {
 		purger.FirstDelay = hooks.purgeDelay
 	}
-	clock.Logf = logf(log.With().Str("component", "clock").Logger())
+	clock.Log = slogFor(log).With("component", "clock")
 	g.Go(func() error { return purger.Run(gctx) })
 	g.Go(func() error { return set.access.RunFlusher(gctx, st.DB(), time.Minute) })
 	headAtStart := st.Head()

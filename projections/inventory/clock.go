@@ -3,6 +3,7 @@ package inventory
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -38,8 +39,8 @@ type Clock struct {
 	// Slack is how long after a deadline the tick is appended, so that
 	// devices passing the window together share one tick. Default 1s.
 	Slack time.Duration
-	// Logf reports append failures; nil discards them.
-	Logf func(format string, args ...any)
+	// Log reports append failures; nil discards them.
+	Log *slog.Logger
 
 	mu       sync.Mutex
 	lastTick time.Time
@@ -117,8 +118,8 @@ func (c *Clock) check(ctx context.Context) time.Duration {
 		c.mu.Unlock()
 		if d.After(last) || now.Sub(last) >= c.MaxInterval {
 			if err := c.Tick(ctx, now); err != nil {
-				if c.Logf != nil {
-					c.Logf("presence clock: %v", err)
+				if c.Log != nil {
+					c.Log.Error("presence clock: the tick was not appended; it is retried", "err", err.Error())
 				}
 				return c.MinInterval
 			}

@@ -3,6 +3,7 @@ package inventory
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"sync"
 	"testing"
@@ -129,12 +130,7 @@ func TestClockRunStopsAndLogsFailures(t *testing.T) {
 	c := NewClock(app, h.inv, now.now)
 	c.MinInterval = time.Millisecond
 	logged := make(chan string, 10)
-	c.Logf = func(f string, a ...any) {
-		select {
-		case logged <- f:
-		default:
-		}
-	}
+	c.Log = slog.New(chanHandler(logged))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
@@ -238,3 +234,18 @@ func TestPurgeOnce(t *testing.T) {
 		t.Errorf("negative window accepted")
 	}
 }
+
+// chanHandler is a slog handler that sends each message to a channel
+// (dropping it when the channel is full).
+type chanHandler chan string
+
+func (h chanHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h chanHandler) Handle(_ context.Context, r slog.Record) error {
+	select {
+	case h <- r.Message:
+	default:
+	}
+	return nil
+}
+func (h chanHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h chanHandler) WithGroup(string) slog.Handler      { return h }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jocasta/jocasta/events"
@@ -54,8 +55,8 @@ type Purger struct {
 	FirstDelay time.Duration
 	// Interval is the wait between purges. Default 1h.
 	Interval time.Duration
-	// Logf reports each purge and each failure; nil discards.
-	Logf func(format string, args ...any)
+	// Log reports each purge and each failure; nil discards.
+	Log *slog.Logger
 }
 
 // NewPurger returns the retention job for inv. It appends through app,
@@ -97,18 +98,19 @@ func (p *Purger) Run(ctx context.Context) error {
 		case err != nil && ctx.Err() != nil:
 			return ctx.Err()
 		case err != nil:
-			p.logf("retention: %v", err)
+			p.log().Error("retention: the purge failed; it is retried at the next interval", "err", err.Error())
 		case res.Seq != 0 || res.Compacted > 0:
-			p.logf("retention: purged %v (event %d), compacted %d events", res.Counts, res.Seq, res.Compacted)
+			p.log().Info("retention: purged", "counts", fmt.Sprint(res.Counts), "seq", res.Seq, "compacted", res.Compacted)
 		}
 		timer.Reset(p.Interval)
 	}
 }
 
-func (p *Purger) logf(format string, args ...any) {
-	if p.Logf != nil {
-		p.Logf(format, args...)
+func (p *Purger) log() *slog.Logger {
+	if p.Log == nil {
+		return slog.New(slog.DiscardHandler)
 	}
+	return p.Log
 }
 
 // cutoff is now minus d, nil for 0 (forever).

@@ -114,7 +114,7 @@ func restoreBase(src, dst *store.Store, until time.Time, projs []Projection, opt
 		return fmt.Errorf("runner: replay: restore snapshot %d: %w", snap.Seq, err)
 	}
 	opts.setDefaults()
-	opts.Logf("replay: the log before seq %d was compacted; starting from the snapshot at seq %d (%s)", dst.First(), snap.Seq, snap.Time.Format(time.RFC3339))
+	opts.Log.Info("replay: the log before the first kept event was compacted; starting from the snapshot", "first", dst.First(), "snapshot_seq", snap.Seq, "snapshot_time", snap.Time.Format(time.RFC3339))
 	return nil
 }
 

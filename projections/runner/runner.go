@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"runtime"
 	"slices"
@@ -81,8 +82,9 @@ type Options struct {
 	// snapshots; snapshots are taken only right after a retention.purged
 	// event. Default 7 days.
 	SnapshotEvery time.Duration
-	// Logf reports rebuilds, restores and snapshots; nil discards.
-	Logf func(format string, args ...any)
+	// Log reports rebuilds, restores, snapshots and compactions; nil
+	// discards.
+	Log *slog.Logger
 	// OnApplied is called after every committed batch with the seq every
 	// projection has reached (outside any transaction; keep it short,
 	// e.g. a doorbell).
@@ -99,8 +101,8 @@ func (o *Options) setDefaults() {
 	if o.SnapshotEvery <= 0 {
 		o.SnapshotEvery = DefaultSnapshotEvery
 	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
 	}
 }
 
@@ -325,7 +327,7 @@ func (r *Runner) init() error {
 		for k, p := range r.projs {
 			pl := plans[k]
 			if pl.rebuild {
-				r.opts.Logf("projection %s: version %d → %d, rebuilding from the log", p.Name(), pl.stored, p.Version())
+				r.opts.Log.Info("projection version changed: rebuilding it from the log", "projection", p.Name(), "from_version", pl.stored, "to_version", p.Version())
 				for _, b := range p.Buckets() {
 					if tx.Bucket([]byte(b)) != nil {
 						if err := tx.DeleteBucket([]byte(b)); err != nil {
@@ -339,12 +341,12 @@ func (r *Runner) init() error {
 					return err
 				}
 				pl.cp = snap.Seq
-				r.opts.Logf("projection %s: the log before seq %d was compacted; starting from the snapshot at seq %d", p.Name(), first, snap.Seq)
+				r.opts.Log.Info("the log before the projection's checkpoint was compacted: starting from the snapshot", "projection", p.Name(), "first", first, "snapshot_seq", snap.Seq)
 				if pl.migrateFrom != 0 {
 					if err := p.(Migrator).Migrate(tx, pl.migrateFrom); err != nil {
 						return fmt.Errorf("projection %s: migrate the snapshot's rows from version %d to %d: %w", p.Name(), pl.migrateFrom, p.Version(), err)
 					}
-					r.opts.Logf("projection %s: migrated the snapshot's rows from version %d to %d", p.Name(), pl.migrateFrom, p.Version())
+					r.opts.Log.Info("migrated the snapshot's rows", "projection", p.Name(), "from_version", pl.migrateFrom, "to_version", p.Version())
 				}
 			}
 			for _, b := range p.Buckets() {
@@ -754,7 +756,7 @@ func (r *Runner) applyBatch(b *batch) error {
 			if err := store.SaveSnapshotOfTx(tx, last, r.snapshotBuckets()); err != nil {
 				return err
 			}
-			r.opts.Logf("snapshot of the projections at seq %d", last.Seq)
+			r.opts.Log.Info("snapshot of the projections", "seq", last.Seq)
 		}
 		return nil
 	})
@@ -831,6 +833,6 @@ func (r *Runner) Compact(ctx context.Context, before time.Time) (int, error) {
 	if err := r.st.DeleteSnapshotsBefore(base.Seq); err != nil {
 		return n, fmt.Errorf("runner: compact: %w", err)
 	}
-	r.opts.Logf("compacted %d events through seq %d (snapshot of %s)", n, base.Seq, base.Time.Format(time.RFC3339))
+	r.opts.Log.Info("compacted the log behind a snapshot", "events", n, "through_seq", base.Seq, "snapshot_time", base.Time.Format(time.RFC3339))
 	return n, nil
 }

@@ -115,8 +115,7 @@ func buildSweep(env sources.Env) ([]sources.Instance, []string, error) {
 		Wait:        s.Wait,
 		ResolveMACs: s.ResolveMACs,
 		Enrichers:   enrichers,
-		Logf:        logf(swlog.Warn),
-		Infof:       logf(swlog.Info),
+		Log:         swlog,
 	})
 	if err != nil {
 		return nil, nil, err
@@ -148,9 +147,4 @@ func buildPortScan(env sources.Env) ([]sources.Instance, []string, error) {
 	// The first scan waits until the read models have caught up, so that
 	// it probes the addresses the inventory already knows.
 	return []sources.Instance{{Source: source, Kind: "portscan", Interval: s.Interval, WaitReady: true, Poller: p}}, nil, nil
-}
-
-// logf adapts a printf-style logger seam of a source to slog.
-func logf(level func(msg string, args ...any)) func(string, ...any) {
-	return func(format string, args ...any) { level(fmt.Sprintf(format, args...)) }
 }

@@ -149,7 +149,7 @@ func newARPTest(t *testing.T, cfg Config, entries []neighbour.Entry) *arpTest {
 		{IP: ip("192.0.2.10"), MAC: mac("00:16:3e:00:00:0a"), Network: lan, Interface: "eth0"},
 		{IP: ip("192.0.2.13"), MAC: mac("02:42:0a:4d:00:0d"), Network: lan, Interface: "eth0"}, // drops ICMP
 	}}
-	cfg.Logf = func(f string, a ...any) { at.logs = append(at.logs, fmt.Sprintf(f, a...)) }
+	cfg.Log = funcLogger(func(m string) { at.logs = append(at.logs, m) })
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -149,11 +149,11 @@ func compare(t *testing.T, out *strings.Builder, title string, do doFunc, nsPath
 		flush()
 		var modes []string
 		s, err := New(Config{Networks: []netip.Prefix{prefix}, Rate: rate, Rounds: rounds, Wait: wait, ResolveMACs: true, DisableARP: disableARP,
-			Logf: func(f string, a ...any) {
-				if m := fmt.Sprintf(f, a...); strings.Contains(m, " sweep") && !strings.Contains(m, "left out") {
+			Log: funcLogger(func(m string) {
+				if strings.Contains(m, " sweep") && !strings.Contains(m, "left out") {
 					modes = append(modes, strings.TrimPrefix(m, "devicesweep: "+prefix.String()+": "))
 				}
-			}})
+			})})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"slices"
@@ -50,23 +51,17 @@ type Config struct {
 	// the process lacks CAP_NET_RAW (for tests and comparisons; there is
 	// no setting for it).
 	DisableARP bool
-	// Logf receives warnings (network size, probes that failed); nil
-	// discards them.
-	Logf func(format string, args ...any)
-	// Infof receives progress notes: each network's sweep mode when it
-	// changes, and neighbour entries left out of a sweep. nil sends them
-	// to Logf.
-	Infof func(format string, args ...any)
+	// Log receives warnings (network size, probes that failed) and, at
+	// info, progress notes: each network's sweep mode when it changes,
+	// and neighbour entries left out of a sweep. nil discards them.
+	Log *slog.Logger
 }
 
-// infof logs a progress note (see Config.Infof).
-func (c *Config) infof(format string, args ...any) {
-	if c.Infof != nil {
-		c.Infof(format, args...)
-		return
-	}
-	c.Logf(format, args...)
-}
+// warnf logs a warning (see Config.Log).
+func (c *Config) warnf(format string, args ...any) { c.Log.Warn(fmt.Sprintf(format, args...)) }
+
+// infof logs a progress note (see Config.Log).
+func (c *Config) infof(format string, args ...any) { c.Log.Info(fmt.Sprintf(format, args...)) }
 
 func (c *Config) setDefaults() {
 	if c.Rate == 0 {
@@ -78,8 +73,8 @@ func (c *Config) setDefaults() {
 	if c.Wait == 0 {
 		c.Wait = DefaultWait
 	}
-	if c.Logf == nil {
-		c.Logf = func(string, ...any) {}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
 	}
 }
 
@@ -178,7 +173,7 @@ func New(cfg Config) (*Sweeper, error) {
 		return nil, err
 	}
 	for _, w := range warnings {
-		cfg.Logf("devicesweep: %s", w)
+		cfg.warnf("devicesweep: %s", w)
 	}
 	s := &Sweeper{cfg: cfg, sizeWarnings: warnings}
 	for _, p := range cfg.Networks {
@@ -254,11 +249,11 @@ func (s *Sweeper) Run(ctx context.Context) (*sources.Sweep, error) {
 	}
 	for _, w := range res.Warnings {
 		if !slices.Contains(s.sizeWarnings, w) {
-			s.cfg.Logf("devicesweep: %s", w)
+			s.cfg.warnf("devicesweep: %s", w)
 		}
 	}
 	for _, w := range ao.res.Warnings {
-		s.cfg.Logf("devicesweep: %s", w)
+		s.cfg.warnf("devicesweep: %s", w)
 	}
 	sw.ProbesSent = ao.res.RequestsSent + ao.echoes + res.ProbesSent
 	sw.Errors = append(sw.Errors, ao.res.Errors...)

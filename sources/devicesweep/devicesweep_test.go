@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"slices"
@@ -140,7 +141,7 @@ func TestRunMergesICMPAndNeighbours(t *testing.T) {
 				Networks:    []netip.Prefix{lan, lan2, lan},
 				ResolveMACs: tt.resolveMACs,
 				Enrichers:   []sources.Enricher{recorder{"dns", &calls, nil}, recorder{"mdns", &calls, errors.New("socket gone")}, recorder{"netbios", &calls, nil}},
-				Logf:        func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) },
+				Log:         funcLogger(func(m string) { logs = append(logs, m) }),
 			}, res, nil, entries, nil)
 			sw, err := s.Run(context.Background())
 			if err != nil {
@@ -247,7 +248,7 @@ func TestNewValidates(t *testing.T) {
 		})
 	}
 	var logs []string
-	s, err := New(Config{Networks: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, Logf: func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }})
+	s, err := New(Config{Networks: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, Log: funcLogger(func(m string) { logs = append(logs, m) })})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,3 +296,17 @@ func TestRecheck(t *testing.T) {
 		t.Errorf("route read failure: %v, %v", again != nil, err)
 	}
 }
+
+// funcLogger is a logger that hands each message to f (one goroutine at a
+// time: the sweeper logs from its calling goroutine).
+func funcLogger(f func(msg string)) *slog.Logger { return slog.New(funcHandler(f)) }
+
+type funcHandler func(string)
+
+func (h funcHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h funcHandler) Handle(_ context.Context, r slog.Record) error {
+	h(r.Message)
+	return nil
+}
+func (h funcHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h funcHandler) WithGroup(string) slog.Handler      { return h }

@@ -5,7 +5,7 @@
 //
 // # Pipeline
 //
-//  1. Each network gets a mode, logged through Config.Logf when it
+//  1. Each network gets a mode, logged through Config.Log when it
 //     changes. An IPv4 network that lies wholly inside the subnet of an
 //     up, ARP-using interface is swept by [arpsweep] when its packet
 //     socket opens (CAP_NET_RAW): our own ARP requests, at Config.Rate,
@@ -48,10 +48,11 @@
 //
 // # Logging
 //
-// The package does not log by itself: Config.Logf and Scheduler.Logf
-// receive each network's sweep mode and warnings (a network's size,
-// skipped neighbour entries, an address answering ARP from two MACs,
-// skipped ticks) for the caller's logger.
+// The package does not log by itself: Config.Log (a *slog.Logger, which
+// serve bridges to its zerolog logger) receives each network's sweep mode
+// and warnings (a network's size, skipped neighbour entries, an address
+// answering ARP from two MACs); the scheduler (sources/scheduler) logs
+// skipped ticks.
 //
 // # Imports
 //

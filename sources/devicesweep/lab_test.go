@@ -2,7 +2,6 @@ package devicesweep
 
 import (
 	"context"
-	"fmt"
 	"net/netip"
 	"slices"
 	"testing"
@@ -30,10 +29,10 @@ func labSweep(t *testing.T, spec lab.Spec, mode string, enrichers ...sources.Enr
 		ResolveMACs: true,
 		Enrichers:   enrichers,
 		DisableARP:  mode == modeICMP,
-		Logf: func(f string, a ...any) {
-			t.Logf(f, a...)
-			logs = append(logs, fmt.Sprintf(f, a...))
-		},
+		Log: funcLogger(func(m string) {
+			t.Log(m)
+			logs = append(logs, m)
+		}),
 	})
 	if err != nil {
 		t.Fatal(err)
