@@ -1,62 +1,17 @@
 package config
 
 import (
-	"encoding/json"
-	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
 	"text/template"
+
+	"github.com/jocasta/jocasta/projections/notify/httpnotify"
 )
 
-// BodyFuncs are the functions an http destination's body template may call:
-//
-//	json     JSON-encodes a value, quotes included: {"text": {{json .Summary}}}
-//	upper    upper-cases a string
-//	lower    lower-cases a string
-//	default  gives its first argument when the second is empty or missing:
-//	         {{.Device.Label | default "unnamed"}}
-//
-// The notifier should execute bodies parsed by BodyTemplate so that what
-// `config check` accepts is exactly what `serve` runs.
-func BodyFuncs() template.FuncMap {
-	return template.FuncMap{
-		"json": func(v any) (string, error) {
-			b, err := json.Marshal(v)
-			return string(b), err
-		},
-		"upper": strings.ToUpper,
-		"lower": strings.ToLower,
-		"default": func(def any, given ...any) any {
-			if len(given) == 0 || isEmpty(given[0]) {
-				return def
-			}
-			return given[0]
-		},
-	}
-}
-
-// isEmpty reports whether v is nil or the zero value of its type, or an
-// empty string, slice or map.
-func isEmpty(v any) bool {
-	if v == nil {
-		return true
-	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Slice, reflect.Map, reflect.String, reflect.Array:
-		return rv.Len() == 0
-	case reflect.Pointer, reflect.Interface:
-		return rv.IsNil()
-	}
-	return rv.IsZero()
-}
-
-// BodyTemplate parses an http destination's body with BodyFuncs. A missing
-// map key is an execution error rather than "<no value>".
-func BodyTemplate(body string) (*template.Template, error) {
-	return template.New("body").Option("missingkey=error").Funcs(BodyFuncs()).Parse(body)
-}
+// BodyTemplate parses an http destination's body as the notifier does
+// (httpnotify.ParseBody): what config check accepts is what serve runs.
+func BodyTemplate(body string) (*template.Template, error) { return httpnotify.ParseBody(body) }
 
 var templateErr = regexp.MustCompile(`^template: [^:]*:(\d+): (.*)$`)
 

@@ -2,7 +2,6 @@ package config
 
 import (
 	"cmp"
-	"encoding/base64"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -14,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	_ "time/tzdata" // location.timezone is checked with time.LoadLocation, also on hosts and images without zoneinfo
+
+	"github.com/jocasta/jocasta/projections/notify/webhook"
 )
 
 // Bounds of the whole numbers. The contract says "whole number" for rate,
@@ -554,10 +555,8 @@ func (l *loader) webhookSecret(path, secret string, required bool) {
 		}
 		return
 	}
-	if rest, ok := strings.CutPrefix(secret, "whsec_"); ok {
-		key, err := base64.StdEncoding.DecodeString(rest)
-		l.check(path, err == nil && len(key) > 0, "a secret that starts with whsec_ must continue with standard base64 (the signing key); check that it was copied whole (the value is not shown)")
-	}
+	_, err := webhook.SigningKey(secret) // as the notifier will decode it
+	l.check(path, err == nil, "a secret that starts with whsec_ must continue with standard base64 (the signing key); check that it was copied whole (the value is not shown)")
 }
 
 // headers checks header names (HTTP tokens) and values (no line breaks).
