@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/jocasta/jocasta/store"
 )
 
@@ -44,27 +42,7 @@ func readyz(t *testing.T, d *daemon, want int, within time.Duration) []byte {
 // log behind jocasta's back; serve's background verify must find it, log
 // it and make readyz answer 503 naming the seq.
 func TestBackgroundVerifyFindsDamage(t *testing.T) {
-	cfg := writeConfig(t, t.TempDir(), noSweeps)
-	for _, name := range []string{"a", "b", "c"} {
-		if code, _, stderr := cli(t, "", "token", "create", "--config", cfg, "--name", name, "--mode", "read", "--expires", "never"); code != 0 {
-			t.Fatal(stderr)
-		}
-	}
-	dbFile := filepath.Join(filepath.Dir(cfg), "data", "jocasta.db")
-	db, err := bolt.Open(dbFile, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte(store.BucketLog))
-		key := []byte{0, 0, 0, 0, 0, 0, 0, 2}
-		v := bytes.Replace(append([]byte(nil), b.Get(key)...), []byte(`"name":"b"`), []byte(`"name":"B"`), 1)
-		return b.Put(key, v)
-	})
-	db.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := tamperedLog(t)
 	testHooks = &serveHooks{verifyFirst: 10 * time.Millisecond}
 	d := launchDaemon(t, cfg)
 	testHooks = nil

@@ -552,9 +552,10 @@ func startDaemonWith(t *testing.T, cfgPath string, hooks *serveHooks) *daemon {
 	return startDaemon(t, cfgPath)
 }
 
-// TestLogVerifyReportsTampering edits one stored event behind jocasta's
-// back and checks that log verify exits 1 naming that seq.
-func TestLogVerifyReportsTampering(t *testing.T) {
+// tamperedLog writes a config whose log holds three token creations, the
+// second edited behind jocasta's back (so its hash no longer matches).
+func tamperedLog(t *testing.T) string {
+	t.Helper()
 	cfg := writeConfig(t, t.TempDir(), noSweeps)
 	for _, name := range []string{"a", "b", "c"} {
 		if code, _, stderr := cli(t, "", "token", "create", "--config", cfg, "--name", name, "--mode", "read", "--expires", "never"); code != 0 {
@@ -569,14 +570,20 @@ func TestLogVerifyReportsTampering(t *testing.T) {
 	err = db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte(store.BucketLog))
 		key := []byte{0, 0, 0, 0, 0, 0, 0, 2}
-		v := append([]byte(nil), b.Get(key)...)
-		v = bytes.Replace(v, []byte(`"name":"b"`), []byte(`"name":"B"`), 1)
+		v := bytes.Replace(append([]byte(nil), b.Get(key)...), []byte(`"name":"b"`), []byte(`"name":"B"`), 1)
 		return b.Put(key, v)
 	})
 	db.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg
+}
+
+// TestLogVerifyReportsTampering edits one stored event behind jocasta's
+// back and checks that log verify exits 1 naming that seq.
+func TestLogVerifyReportsTampering(t *testing.T) {
+	cfg := tamperedLog(t)
 	code, _, stderr := cli(t, "", "log", "verify", "--config", cfg)
 	if code != exitUser || !strings.Contains(stderr, "seq 2") {
 		t.Fatalf("verify of a tampered log: exit %d %q", code, stderr)
