@@ -15,7 +15,8 @@ import (
 	"github.com/jocasta/jocasta/events/bus"
 	"github.com/jocasta/jocasta/events/ingest"
 	"github.com/jocasta/jocasta/httpapi"
-	"github.com/jocasta/jocasta/projections/inventory"
+	"github.com/jocasta/jocasta/projections/presence"
+	"github.com/jocasta/jocasta/projections/retention"
 	"github.com/jocasta/jocasta/projections/runner"
 	"github.com/jocasta/jocasta/sources/builtin"
 	"github.com/jocasta/jocasta/sources/scheduler"
@@ -165,7 +166,7 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 	if err != nil {
 		return err
 	}
-	clock := inventory.NewClock(st, set.inv, now)
+	clock := presence.NewClock(st, set.inv, now)
 	g.Go(func() error { return run.Run(gctx) })
 	g.Go(func() error {
 		for range bell {
@@ -183,7 +184,7 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 	g.Go(func() error {
 		return c.health.runVerify(gctx, log.With().Str("component", "verify").Logger(), verifyFirst, verifyEvery)
 	})
-	purger, err := inventory.NewPurger(st, set.inv, run, inventory.RetentionOptions{
+	purger, err := retention.NewPurger(st, set.inv, run, retention.Options{
 		History: time.Duration(cfg.Retention.History),
 		Traffic: time.Duration(cfg.Retention.Traffic),
 		DNS:     time.Duration(cfg.Retention.DNS),

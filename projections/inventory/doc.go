@@ -1,7 +1,10 @@
 // Package inventory is the inventory read model: devices, the change log
 // (/api/events) and the scan log (/api/scans), built by one projection so
-// that one Apply keeps the three consistent; plus the presence clock and
-// the retention job that append the events time passing calls for.
+// that one Apply keeps the three consistent. The presence clock
+// (projections/presence) and the retention job (projections/retention)
+// are jobs beside it that append the events time passing calls for,
+// reading only NextPresenceDeadline and PurgePlan. The change feed
+// (ChangesAfter) is what the notification dispatcher follows.
 //
 // # Overview
 //
@@ -66,7 +69,7 @@
 // unwatching a quiet one offline, without a presence entry (the watch
 // entry says it). An open port is a sighting too.
 //
-// [Clock] appends clock.ticked{At: now} (source "clock") once now is past
+// The presence clock (projections/presence) appends clock.ticked{At: now} (source "clock") once now is past
 // [Inventory.NextPresenceDeadline] (the earliest last_seen + window of an
 // online device not yet past it), so replays evaluate presence at the
 // same times. It appends nothing while nothing is due.
@@ -99,8 +102,8 @@
 //
 // # Retention
 //
-// [Purger] runs once an hour: it computes the cutoffs from
-// [RetentionOptions] (0 = forever, no cutoff) and, only if something is
+// The retention job (projections/retention) runs once an hour: it
+// computes the cutoffs from its Options (0 = forever, no cutoff) and, only if something is
 // to be removed, appends a retention.purged event (source "retention")
 // with the counts and the devices to delete: last seen before the devices
 // cutoff and not protected (label, group, type, notes, ignored or

@@ -30,6 +30,13 @@ const (
 )
 
 // Bucket names. Every bucket of this projection starts with "inventory.".
+// Source names of the events time passing appends: the presence clock
+// (projections/presence) and retention (projections/retention).
+const (
+	SourceClock     = "clock"
+	SourceRetention = "retention"
+)
+
 const (
 	bucketDevices         = "inventory.devices"
 	bucketChanges         = "inventory.changes"

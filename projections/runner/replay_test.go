@@ -20,6 +20,7 @@ import (
 	"github.com/jocasta/jocasta/events"
 	"github.com/jocasta/jocasta/projections"
 	"github.com/jocasta/jocasta/projections/inventory"
+	"github.com/jocasta/jocasta/projections/retention"
 	"github.com/jocasta/jocasta/store"
 )
 
@@ -128,14 +129,14 @@ type live struct {
 	st     *store.Store
 	inv    *inventory.Inventory
 	r      *Runner
-	purger *inventory.Purger
+	purger *retention.Purger
 	now    time.Time
 	mu     sync.Mutex
 	cancel context.CancelFunc
 	done   chan error
 }
 
-func startLive(t testing.TB, path string, ret inventory.RetentionOptions) *live {
+func startLive(t testing.TB, path string, ret retention.Options) *live {
 	t.Helper()
 	l := &live{t: t, st: openStore(t, path), inv: newInventory(t), done: make(chan error, 1)}
 	var err error
@@ -144,7 +145,7 @@ func startLive(t testing.TB, path string, ret inventory.RetentionOptions) *live 
 		t.Fatal(err)
 	}
 	l.st.OnCommit(func(uint64) { l.r.Notify() })
-	l.purger, err = inventory.NewPurger(l.st, l.inv, l.r, ret, func() time.Time { l.mu.Lock(); defer l.mu.Unlock(); return l.now })
+	l.purger, err = retention.NewPurger(l.st, l.inv, l.r, ret, func() time.Time { l.mu.Lock(); defer l.mu.Unlock(); return l.now })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +286,7 @@ func scenario(l *live, days int, mark func(day int, end time.Time)) {
 
 func TestReplayEqualsLive(t *testing.T) {
 	dir := t.TempDir()
-	l := startLive(t, filepath.Join(dir, "live.db"), inventory.RetentionOptions{}) // keep everything
+	l := startLive(t, filepath.Join(dir, "live.db"), retention.Options{}) // keep everything
 	var atDay3 string
 	var day3 time.Time
 	scenario(l, 6, func(day int, end time.Time) {
@@ -345,7 +346,7 @@ func TestReplayEqualsLive(t *testing.T) {
 
 func TestReplayAfterCompaction(t *testing.T) {
 	dir := t.TempDir()
-	l := startLive(t, filepath.Join(dir, "live.db"), inventory.RetentionOptions{
+	l := startLive(t, filepath.Join(dir, "live.db"), retention.Options{
 		History: 10 * 24 * time.Hour, Devices: 8 * 24 * time.Hour, Traffic: 24 * time.Hour,
 	})
 	var late string
@@ -443,7 +444,7 @@ func TestReplayAfterCompaction(t *testing.T) {
 // before the copy of their event has committed).
 func TestReplayWithSnapshotsBeforeCompaction(t *testing.T) {
 	dir := t.TempDir()
-	l := startLive(t, filepath.Join(dir, "live.db"), inventory.RetentionOptions{Devices: 3 * 24 * time.Hour})
+	l := startLive(t, filepath.Join(dir, "live.db"), retention.Options{Devices: 3 * 24 * time.Hour})
 	scenario(l, 8, nil)
 	want := dump(t, l.inv)
 	if l.st.First() > 1 {

@@ -1,4 +1,4 @@
-package inventory
+package retention
 
 import (
 	"context"
@@ -8,11 +8,22 @@ import (
 	"time"
 
 	"github.com/jocasta/jocasta/events"
+	"github.com/jocasta/jocasta/projections/inventory"
 )
 
-// RetentionOptions are the contract's retention windows; 0 keeps that
-// kind of record forever.
-type RetentionOptions struct {
+// Appender appends events to the log durably (store.Store does).
+type Appender interface {
+	Append(ctx context.Context, evs ...events.Envelope) ([]events.Envelope, error)
+}
+
+// Planner works out what a purge removes (inventory.Inventory).
+type Planner interface {
+	PurgePlan(ctx context.Context, c inventory.Cutoffs) (map[string]int, []string, error)
+}
+
+// Options are the contract's retention windows; 0 keeps that kind of
+// record forever.
+type Options struct {
 	History time.Duration
 	Traffic time.Duration
 	DNS     time.Duration
@@ -20,7 +31,7 @@ type RetentionOptions struct {
 }
 
 // Validate reports every invalid window.
-func (o RetentionOptions) Validate() error {
+func (o Options) Validate() error {
 	var errs []error
 	for _, f := range []struct {
 		key string
@@ -45,9 +56,9 @@ type Compactor interface {
 // Purger is the hourly retention job.
 type Purger struct {
 	app  Appender
-	inv  *Inventory
+	inv  Planner
 	comp Compactor
-	opts RetentionOptions
+	opts Options
 	now  func() time.Time
 
 	// FirstDelay is the wait before the first purge after Run starts.
@@ -62,9 +73,9 @@ type Purger struct {
 // NewPurger returns the retention job for inv. It appends through app,
 // and after a purge waits for comp to apply it and asks comp to compact
 // the log. now is the wall clock (time.Now in production).
-func NewPurger(app Appender, inv *Inventory, comp Compactor, opts RetentionOptions, now func() time.Time) (*Purger, error) {
+func NewPurger(app Appender, inv Planner, comp Compactor, opts Options, now func() time.Time) (*Purger, error) {
 	if err := opts.Validate(); err != nil {
-		return nil, fmt.Errorf("inventory: purger: %w", err)
+		return nil, fmt.Errorf("retention: purger: %w", err)
 	}
 	if now == nil {
 		now = time.Now
@@ -135,7 +146,7 @@ func (p *Purger) PurgeOnce(ctx context.Context) (PurgeResult, error) {
 		DNSBefore:     cutoff(now, p.opts.DNS),
 		DevicesBefore: cutoff(now, p.opts.Devices),
 	}
-	counts, deleted, err := p.inv.PurgePlan(ctx, Cutoffs{History: rp.HistoryBefore, Devices: rp.DevicesBefore})
+	counts, deleted, err := p.inv.PurgePlan(ctx, inventory.Cutoffs{History: rp.HistoryBefore, Devices: rp.DevicesBefore})
 	if err != nil {
 		return PurgeResult{}, err
 	}
@@ -148,22 +159,22 @@ func (p *Purger) PurgeOnce(ctx context.Context) (PurgeResult, error) {
 		rp.Counts, rp.DeletedDevices = counts, deleted
 		ev, err := events.New(events.KindRetentionPurged, rp, now)
 		if err != nil {
-			return res, fmt.Errorf("inventory: purge: %w", err)
+			return res, fmt.Errorf("retention: purge: %w", err)
 		}
-		ev.Source, ev.Actor = SourceRetention, SourceRetention
+		ev.Source, ev.Actor = inventory.SourceRetention, inventory.SourceRetention
 		stored, err := p.app.Append(ctx, ev)
 		if err != nil {
-			return res, fmt.Errorf("inventory: purge: append: %w", err)
+			return res, fmt.Errorf("retention: purge: append: %w", err)
 		}
 		res.Seq = stored[len(stored)-1].Seq
 		if err := p.comp.WaitFor(ctx, res.Seq); err != nil {
-			return res, fmt.Errorf("inventory: purge: wait for projections: %w", err)
+			return res, fmt.Errorf("retention: purge: wait for projections: %w", err)
 		}
 	}
 	if rp.HistoryBefore != nil {
 		n, err := p.comp.Compact(ctx, *rp.HistoryBefore)
 		if err != nil {
-			return res, fmt.Errorf("inventory: purge: compact: %w", err)
+			return res, fmt.Errorf("retention: purge: compact: %w", err)
 		}
 		res.Compacted = n
 	}

@@ -1,4 +1,4 @@
-package inventory
+package presence
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jocasta/jocasta/events"
+	"github.com/jocasta/jocasta/projections/inventory"
 )
 
 // Appender appends events to the log durably (store.Store does).
@@ -15,11 +16,11 @@ type Appender interface {
 	Append(ctx context.Context, evs ...events.Envelope) ([]events.Envelope, error)
 }
 
-// Source names of the events this package appends.
-const (
-	SourceClock     = "clock"
-	SourceRetention = "retention"
-)
+// Deadlines is what the clock reads of the inventory: the earliest time
+// an online device passes the online window (inventory.Inventory).
+type Deadlines interface {
+	NextPresenceDeadline() (time.Time, bool)
+}
 
 // Clock is the presence clock: when an online device passes the online
 // window, it appends a clock.ticked event so that the projection
@@ -27,7 +28,7 @@ const (
 // time again. It appends nothing while nothing is due.
 type Clock struct {
 	app  Appender
-	inv  *Inventory
+	inv  Deadlines
 	now  func() time.Time
 	poke chan struct{}
 
@@ -48,7 +49,7 @@ type Clock struct {
 
 // NewClock returns a clock appending through app for inv; now is the
 // wall clock (time.Now in production).
-func NewClock(app Appender, inv *Inventory, now func() time.Time) *Clock {
+func NewClock(app Appender, inv Deadlines, now func() time.Time) *Clock {
 	if now == nil {
 		now = time.Now
 	}
@@ -133,11 +134,11 @@ func (c *Clock) check(ctx context.Context) time.Duration {
 func (c *Clock) Tick(ctx context.Context, at time.Time) error {
 	ev, err := events.New(events.KindClockTicked, events.ClockTicked{At: at.UTC()}, at)
 	if err != nil {
-		return fmt.Errorf("inventory: clock tick: %w", err)
+		return fmt.Errorf("presence: clock tick: %w", err)
 	}
-	ev.Source, ev.Actor = SourceClock, SourceClock
+	ev.Source, ev.Actor = inventory.SourceClock, inventory.SourceClock
 	if _, err := c.app.Append(ctx, ev); err != nil {
-		return fmt.Errorf("inventory: clock tick: %w", err)
+		return fmt.Errorf("presence: clock tick: %w", err)
 	}
 	c.mu.Lock()
 	c.lastTick = at.UTC()
