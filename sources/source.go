@@ -133,3 +133,21 @@ type Kind struct {
 	// reported as not read.
 	Key string
 }
+
+// Endpoint is the connection of a plugin instance read over HTTP(S), the
+// part every such kind shares (host, port, ssl, insecure, timeout,
+// credentials). Each kind's Config gives its own through Endpoint().
+type Endpoint struct {
+	Host     string
+	Port     int // the effective port after loading
+	SSL      bool
+	Insecure bool
+	Timeout  time.Duration
+	User     string
+	// Secret is the password or token, and SecretKey its key ("password",
+	// "token"). Without SSL it travels as plain text: the loader warns.
+	Secret    string
+	SecretKey string
+	// DefaultPort and DefaultTLSPort are the kind's ports when none is set.
+	DefaultPort, DefaultTLSPort int
+}

@@ -4,6 +4,16 @@ import (
 	"net/netip"
 	"path/filepath"
 	"time"
+
+	"github.com/jocasta/jocasta/projections/notify/httpnotify"
+	"github.com/jocasta/jocasta/projections/notify/push"
+	"github.com/jocasta/jocasta/projections/notify/webhook"
+	"github.com/jocasta/jocasta/sources/dnsfilter1"
+	"github.com/jocasta/jocasta/sources/dnsfilter2"
+	"github.com/jocasta/jocasta/sources/dnsnode"
+	"github.com/jocasta/jocasta/sources/flowlistener"
+	"github.com/jocasta/jocasta/sources/routerapi"
+	"github.com/jocasta/jocasta/sources/rpcrouter"
 )
 
 // Config is the whole configuration of the service, one field per key of the
@@ -135,78 +145,16 @@ type Plugins struct {
 	DNSFilter2   map[string]DNSFilter2   `yaml:"dnsfilter2"`
 }
 
-// RouterAPI is a router, switch or access point read over a REST API.
-// After Load, Port is the effective port (80, or 443 with SSL, unless set).
-type RouterAPI struct {
-	Enabled      bool     `yaml:"enabled"`
-	Host         string   `yaml:"host"` // required when enabled; no port
-	Port         int      `yaml:"port"`
-	User         string   `yaml:"user"`
-	Password     string   `yaml:"password" cfg:"secret"`
-	SSL          bool     `yaml:"ssl"`
-	Insecure     bool     `yaml:"insecure"`
-	Timeout      Duration `yaml:"timeout"` // default 10s; > 0
-	TopologyOnly bool     `yaml:"topology_only"`
-}
-
-// RPCRouter is a router or access point read over its JSON-RPC bus.
-// After Load, Port is the effective port (80, or 443 with SSL, unless set).
-type RPCRouter struct {
-	Enabled      bool     `yaml:"enabled"`
-	Host         string   `yaml:"host"` // required when enabled; no port
-	Port         int      `yaml:"port"`
-	User         string   `yaml:"user"`
-	Password     string   `yaml:"password" cfg:"secret"`
-	SSL          bool     `yaml:"ssl"`
-	Insecure     bool     `yaml:"insecure"`
-	Timeout      Duration `yaml:"timeout"` // default 10s; > 0
-	TopologyOnly bool     `yaml:"topology_only"`
-}
-
-// FlowListener is a UDP listener for a router's flow exports.
-type FlowListener struct {
-	Enabled   bool         `yaml:"enabled"`
-	Listen    string       `yaml:"listen"`    // default ":2055"; ":port" or "ip:port" ("[v6]:port")
-	Exporters []netip.Addr `yaml:"exporters"` // required (non-empty) when enabled
-}
-
-// DNSNode is a DNS server node whose query log is read.
-// After Load, Port is the effective port (5380, or 53443 with SSL, unless set).
-type DNSNode struct {
-	Enabled  bool     `yaml:"enabled"`
-	Host     string   `yaml:"host"` // required when enabled; no port
-	Port     int      `yaml:"port"`
-	Token    string   `yaml:"token" cfg:"secret"`
-	SSL      bool     `yaml:"ssl"`
-	Insecure bool     `yaml:"insecure"`
-	LogApp   string   `yaml:"log_app"`
-	Timeout  Duration `yaml:"timeout"` // default 10s; > 0
-}
-
-// DNSFilter1 is a DNS filtering server (version 6 of its product line).
-// After Load, Port is the effective port (80, or 443 with SSL, unless set).
-type DNSFilter1 struct {
-	Enabled  bool     `yaml:"enabled"`
-	Host     string   `yaml:"host"` // required when enabled; no port
-	Port     int      `yaml:"port"`
-	Password string   `yaml:"password" cfg:"secret"`
-	SSL      bool     `yaml:"ssl"`
-	Insecure bool     `yaml:"insecure"`
-	Timeout  Duration `yaml:"timeout"` // default 10s; > 0
-}
-
-// DNSFilter2 is a second DNS filtering server.
-// After Load, Port is the effective port (80, or 443 with SSL, unless set).
-type DNSFilter2 struct {
-	Enabled  bool     `yaml:"enabled"`
-	Host     string   `yaml:"host"` // required when enabled; no port
-	Port     int      `yaml:"port"`
-	User     string   `yaml:"user"`
-	Password string   `yaml:"password" cfg:"secret"`
-	SSL      bool     `yaml:"ssl"`
-	Insecure bool     `yaml:"insecure"`
-	Timeout  Duration `yaml:"timeout"` // default 10s; > 0
-}
+// The plugin kinds own their instance types (sources/<kind>.Config); the
+// loader composes them. Aliases keep the loader's names.
+type (
+	RouterAPI    = routerapi.Config
+	RPCRouter    = rpcrouter.Config
+	FlowListener = flowlistener.Config
+	DNSNode      = dnsnode.Config
+	DNSFilter1   = dnsfilter1.Config
+	DNSFilter2   = dnsfilter2.Config
+)
 
 // Notify is one notification destination. Exactly one of Push, Webhook and
 // HTTP is non-nil in an enabled destination after Load.
@@ -218,25 +166,13 @@ type Notify struct {
 	HTTP    *HTTP    `yaml:"http"`
 }
 
-// Push publishes to a topic URL of a push-notification server.
-type Push struct {
-	URL      string `yaml:"url" cfg:"url"` // required; http(s)
-	Token    string `yaml:"token" cfg:"secret"`
-	Priority int    `yaml:"priority"` // 0..5; 0 leaves it to the server
-}
-
-// Webhook sends a signed JSON POST.
-type Webhook struct {
-	URL    string `yaml:"url" cfg:"url"`       // required; http(s)
-	Secret string `yaml:"secret" cfg:"secret"` // required; "whsec_" + base64, or any other text
-}
-
-// HTTP sends a request whose body is a Go text/template (see BodyTemplate).
-type HTTP struct {
-	URL     string            `yaml:"url" cfg:"secret"`     // required; http(s); secret as a whole
-	Headers map[string]string `yaml:"headers" cfg:"secret"` // values are secret
-	Body    string            `yaml:"body"`                 // required; parses with BodyTemplate
-}
+// The delivery channels own their blocks' types; aliases keep the
+// loader's names.
+type (
+	Push    = push.Config
+	Webhook = webhook.Config
+	HTTP    = httpnotify.Config
+)
 
 // Defaults returns the configuration used when no file and no SVC_ variable
 // sets anything: every default of the contract. Lists and maps are nil.
@@ -290,20 +226,14 @@ func Defaults() Config {
 const defaultTimeout = Duration(10 * time.Second)
 
 // instance is implemented by the value types of every instance map (plugin
-// kinds and notify destinations). setDefaults fills the defaults of a new
+// kinds and notify destinations). SetDefaults fills the defaults of a new
 // instance before its keys are decoded; the port default, which depends on
 // ssl, is filled after decoding by the validator.
 type instance interface {
-	setDefaults()
+	SetDefaults()
 }
 
-func (p *RouterAPI) setDefaults()    { p.Timeout = defaultTimeout }
-func (p *RPCRouter) setDefaults()    { p.Timeout = defaultTimeout }
-func (p *FlowListener) setDefaults() { p.Listen = ":2055" }
-func (p *DNSNode) setDefaults()      { p.Timeout = defaultTimeout }
-func (p *DNSFilter1) setDefaults()   { p.Timeout = defaultTimeout }
-func (p *DNSFilter2) setDefaults()   { p.Timeout = defaultTimeout }
-func (n *Notify) setDefaults()       { n.Enabled = true; n.Timeout = defaultTimeout }
+func (n *Notify) SetDefaults() { n.Enabled = true; n.Timeout = defaultTimeout }
 
 // DBFile is the path of the database file: db.path joined with db.name.
 func (c *Config) DBFile() string { return filepath.Join(c.DB.Path, c.DB.Name) }

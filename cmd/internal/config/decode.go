@@ -534,7 +534,7 @@ func instanceValue(m reflect.Value, name string) reflect.Value {
 		}
 	}
 	if d, ok := inst.Addr().Interface().(instance); ok {
-		d.setDefaults()
+		d.SetDefaults()
 	}
 	return inst
 }
@@ -794,7 +794,7 @@ func setScalar(f *field, v reflect.Value, sc scalar) string {
 			if err != nil {
 				return err.Error()
 			}
-			v.Set(reflect.ValueOf(d))
+			v.SetInt(int64(d)) // a Duration or a time.Duration field
 		default:
 			return fmt.Sprintf("%s, got %s", errDurationSyntax, describeScalar(sc, false))
 		}

@@ -15,6 +15,16 @@
 // key (a test checks that the two agree), so a key cannot drift between
 // them.
 //
+// The loader composes types other packages own: each plugin kind's
+// instance type is sources/<kind>.Config (with SetDefaults, its endpoint
+// through Endpoint(), and, where it has rules of its own, a Validate whose
+// errors name a key relative to the instance: see loader.owned), and each
+// notification block is its channel's Config (projections/notify/push,
+// webhook, httpnotify). Their time.Duration fields read and write as
+// Durations. The rules every HTTP(S) endpoint shares (host, port and its
+// default, timeout, plain-text credentials) are checked here, where a key's
+// position and whether it was set are known.
+//
 // # Lookup order
 //
 // --config FILE, else $SVC_CONFIG, else ./jocasta.yaml, else

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -55,17 +56,17 @@ func exampleConfig() Config {
 	return Config{
 		Plugins: Plugins{
 			RouterAPI: map[string]RouterAPI{"core": {Enabled: true, Host: "192.168.1.1", Port: 443, SSL: true,
-				User: "jocasta", Password: "change-me", Timeout: defaultTimeout}},
+				User: "jocasta", Password: "change-me", Timeout: time.Duration(defaultTimeout)}},
 			RPCRouter: map[string]RPCRouter{"ap": {Enabled: true, Host: "192.168.1.2", Port: 443, SSL: true,
-				User: "jocasta", Password: "change-me", Timeout: defaultTimeout}},
+				User: "jocasta", Password: "change-me", Timeout: time.Duration(defaultTimeout)}},
 			FlowListener: map[string]FlowListener{"core": {Enabled: true, Listen: ":2055",
 				Exporters: []netip.Addr{netip.MustParseAddr("192.168.1.1")}}},
 			DNSNode: map[string]DNSNode{"dns1": {Enabled: true, Host: "192.168.1.3", Port: 53443, SSL: true,
-				Token: "change-me", Timeout: defaultTimeout}},
+				Token: "change-me", Timeout: time.Duration(defaultTimeout)}},
 			DNSFilter1: map[string]DNSFilter1{"filter": {Enabled: true, Host: "192.168.1.4", Port: 443, SSL: true,
-				Password: "change-me", Timeout: defaultTimeout}},
+				Password: "change-me", Timeout: time.Duration(defaultTimeout)}},
 			DNSFilter2: map[string]DNSFilter2{"filter": {Enabled: true, Host: "192.168.1.5", Port: 443, SSL: true,
-				User: "jocasta", Password: "change-me", Timeout: defaultTimeout}},
+				User: "jocasta", Password: "change-me", Timeout: time.Duration(defaultTimeout)}},
 		},
 		Notify: map[string]Notify{
 			"phone": {Enabled: true, Timeout: defaultTimeout,
@@ -311,7 +312,7 @@ func defaultOf(f *field) reflect.Value {
 		case kindInstances:
 			inst := reflect.New(child.typ.Elem())
 			if d, ok := inst.Interface().(instance); ok {
-				d.setDefaults()
+				d.SetDefaults()
 			}
 			v = inst.Elem()
 			i++ // skip "*"

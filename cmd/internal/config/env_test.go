@@ -60,7 +60,7 @@ func TestEnvMapping(t *testing.T) {
 		{"SVC_SCAN__PORTS__CONCURRENCY=8", func(c *Config) any { return c.Scan.Ports.Concurrency }, 8},
 		// An instance named by a variable only; its name is lower-cased.
 		{"SVC_PLUGINS__ROUTERAPI__CORE__PASSWORD=hunter2", func(c *Config) any { return c.Plugins.RouterAPI["core"] },
-			RouterAPI{Password: "hunter2", Port: 80, Timeout: defaultTimeout}},
+			RouterAPI{Password: "hunter2", Port: 80, Timeout: time.Duration(defaultTimeout)}},
 		{"SVC_PLUGINS__ROUTERAPI__CORE__TOPOLOGY_ONLY=true", func(c *Config) any { return c.Plugins.RouterAPI["core"].TopologyOnly }, true},
 		{"SVC_PLUGINS__RPCROUTER__OFFICE_AP__USER=ro", func(c *Config) any { return c.Plugins.RPCRouter["office_ap"].User }, "ro"},
 		{"SVC_PLUGINS__FLOWLISTENER__EDGE__EXPORTERS=192.0.2.1,192.0.2.2", func(c *Config) any { return c.Plugins.FlowListener["edge"].Exporters },
@@ -70,7 +70,7 @@ func TestEnvMapping(t *testing.T) {
 		{"SVC_PLUGINS__DNSNODE__DNS1__LOG_APP=Query Logs", func(c *Config) any { return c.Plugins.DNSNode["dns1"].LogApp }, "Query Logs"},
 		{"SVC_PLUGINS__DNSNODE__DNS1__SSL=true", func(c *Config) any { return c.Plugins.DNSNode["dns1"].Port }, 53443},
 		{"SVC_PLUGINS__DNSFILTER1__PI__INSECURE=true", func(c *Config) any { return c.Plugins.DNSFilter1["pi"].Insecure }, true},
-		{"SVC_PLUGINS__DNSFILTER2__AG__TIMEOUT=30s", func(c *Config) any { return c.Plugins.DNSFilter2["ag"].Timeout }, Duration(30 * time.Second)},
+		{"SVC_PLUGINS__DNSFILTER2__AG__TIMEOUT=30s", func(c *Config) any { return c.Plugins.DNSFilter2["ag"].Timeout }, 30 * time.Second},
 		{"SVC_PLUGINS__DNSFILTER2__AG__PORT=3000", func(c *Config) any { return c.Plugins.DNSFilter2["ag"].Port }, 3000},
 		{"SVC_NOTIFY__PHONE__ENABLED=false", func(c *Config) any { return c.Notify["phone"].Enabled }, false},
 		{"SVC_NOTIFY__PHONE__TIMEOUT=5s", func(c *Config) any { return c.Notify["phone"].Timeout }, Duration(5 * time.Second)},

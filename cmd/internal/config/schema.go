@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"reflect"
 	"strings"
+	"time"
 )
 
 // kind is how a key is read and written.
@@ -42,8 +43,11 @@ type field struct {
 
 var (
 	typDuration = reflect.TypeFor[Duration]()
-	typPrefix   = reflect.TypeFor[netip.Prefix]()
-	typAddr     = reflect.TypeFor[netip.Addr]()
+	// typStdDuration is a time.Duration field of a type another package
+	// owns (a plugin kind's Config); it reads and writes as a Duration.
+	typStdDuration = reflect.TypeFor[time.Duration]()
+	typPrefix      = reflect.TypeFor[netip.Prefix]()
+	typAddr        = reflect.TypeFor[netip.Addr]()
 )
 
 // schema returns the key tree of Config. It is rebuilt on each call (it is
@@ -80,7 +84,7 @@ func structFields(t reflect.Type, prefix string) []*field {
 		}
 		ft := sf.Type
 		switch {
-		case ft == typDuration:
+		case ft == typDuration || ft == typStdDuration:
 			f.kind = kindDuration
 		case ft.Kind() == reflect.String:
 			f.kind = kindString

@@ -418,61 +418,65 @@ func (l *loader) endpoint(e endpoint) {
 func (l *loader) validatePlugins(p *Plugins) {
 	for _, n := range sortedNames(p.RouterAPI) {
 		v := p.RouterAPI[n]
-		l.endpoint(endpoint{"plugins.routerapi." + n, v.Enabled, v.Host, &v.Port, v.SSL, v.Insecure, v.Timeout, 80, 443, "password", v.Password != ""})
+		l.endpoint(endpoint{"plugins.routerapi." + n, v.Enabled, v.Host, &v.Port, v.SSL, v.Insecure, Duration(v.Timeout), 80, 443, "password", v.Password != ""})
 		p.RouterAPI[n] = v
 	}
 	for _, n := range sortedNames(p.RPCRouter) {
 		v := p.RPCRouter[n]
-		l.endpoint(endpoint{"plugins.rpcrouter." + n, v.Enabled, v.Host, &v.Port, v.SSL, v.Insecure, v.Timeout, 80, 443, "password", v.Password != ""})
+		l.endpoint(endpoint{"plugins.rpcrouter." + n, v.Enabled, v.Host, &v.Port, v.SSL, v.Insecure, Duration(v.Timeout), 80, 443, "password", v.Password != ""})
 		p.RPCRouter[n] = v
 	}
 	for _, n := range sortedNames(p.DNSNode) {
 		v := p.DNSNode[n]
-		l.endpoint(endpoint{"plugins.dnsnode." + n, v.Enabled, v.Host, &v.Port, v.SSL, v.Insecure, v.Timeout, 5380, 53443, "token", v.Token != ""})
+		l.endpoint(endpoint{"plugins.dnsnode." + n, v.Enabled, v.Host, &v.Port, v.SSL, v.Insecure, Duration(v.Timeout), 5380, 53443, "token", v.Token != ""})
 		p.DNSNode[n] = v
 	}
 	for _, n := range sortedNames(p.DNSFilter1) {
 		v := p.DNSFilter1[n]
-		l.endpoint(endpoint{"plugins.dnsfilter1." + n, v.Enabled, v.Host, &v.Port, v.SSL, v.Insecure, v.Timeout, 80, 443, "password", v.Password != ""})
+		l.endpoint(endpoint{"plugins.dnsfilter1." + n, v.Enabled, v.Host, &v.Port, v.SSL, v.Insecure, Duration(v.Timeout), 80, 443, "password", v.Password != ""})
 		p.DNSFilter1[n] = v
 	}
 	for _, n := range sortedNames(p.DNSFilter2) {
 		v := p.DNSFilter2[n]
-		l.endpoint(endpoint{"plugins.dnsfilter2." + n, v.Enabled, v.Host, &v.Port, v.SSL, v.Insecure, v.Timeout, 80, 443, "password", v.Password != ""})
+		l.endpoint(endpoint{"plugins.dnsfilter2." + n, v.Enabled, v.Host, &v.Port, v.SSL, v.Insecure, Duration(v.Timeout), 80, 443, "password", v.Password != ""})
 		p.DNSFilter2[n] = v
 	}
 	for _, n := range sortedNames(p.FlowListener) {
-		v := p.FlowListener[n]
-		path := "plugins.flowlistener." + n
-		if msg := listenProblem(v.Listen); msg != "" {
-			l.check(path+".listen", false, msg)
-		}
-		if len(v.Exporters) == 0 && v.Enabled && !l.bad[path+".exporters"] {
-			l.problemKey(path+".exporters", "required when the listener is enabled: list the routers that may send, e.g. exporters: [192.168.1.1]")
-		}
+		l.owned("plugins.flowlistener."+n, p.FlowListener[n])
 	}
 }
 
-// listenProblem checks a UDP listen address: ":port" or "ip:port".
-func listenProblem(s string) string {
-	const form = "want a UDP address as :<port> or <ip>:<port>, e.g. :2055 or 192.168.1.2:2055"
-	if port, ok := strings.CutPrefix(s, ":"); ok {
-		if n, err := strconv.Atoi(port); err == nil && n >= 1 && n <= 65535 && allDigits(port) {
-			return ""
+// owned places the problems of a type that validates itself (a kind's
+// Config): each *FieldError-like error (Key, Message) at its key under
+// path, unless decoding that key already failed.
+func (l *loader) owned(path string, v interface{ Validate() error }) {
+	err := v.Validate()
+	if err == nil {
+		return
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		fe, ok := e.(interface {
+			Key() string
+			Message() string
+		})
+		if !ok {
+			l.problemKey(path, e.Error())
+			continue
 		}
-		return fmt.Sprintf("%s, got %q; the port must be 1 to 65535", form, s)
-	}
-	ap, err := netip.ParseAddrPort(s)
-	if err != nil {
-		if a, aerr := netip.ParseAddr(s); aerr == nil {
-			return fmt.Sprintf("%s, got %q; add the port, e.g. %s", form, s, netip.AddrPortFrom(a, 2055))
+		key := path + "." + fe.Key()
+		if l.bad[key] {
+			continue
 		}
-		return fmt.Sprintf("%s, got %q", form, s)
+		if ak, ok := e.(interface{ AtKey() bool }); ok && ak.AtKey() {
+			l.problemKey(key, fe.Message())
+		} else {
+			l.problem(key, fe.Message())
+		}
 	}
-	if ap.Port() == 0 {
-		return fmt.Sprintf("%s, got %q; the port must be 1 to 65535", form, s)
-	}
-	return ""
 }
 
 func (l *loader) validateNotify(m map[string]Notify) {

@@ -56,3 +56,10 @@ func isEmpty(v any) bool {
 func ParseBody(body string) (*template.Template, error) {
 	return template.New("body").Option("missingkey=error").Funcs(Funcs()).Parse(body)
 }
+
+// Config is a destination's http block (notify.<name>.http).
+type Config struct {
+	URL     string            `yaml:"url" cfg:"secret"`     // required; http(s); secret as a whole (it may hold a token)
+	Headers map[string]string `yaml:"headers" cfg:"secret"` // values are secret
+	Body    string            `yaml:"body"`                 // required; parses with ParseBody
+}

@@ -42,3 +42,9 @@ func Sign(key []byte, id string, timestamp int64, body []byte) string {
 	mac.Write(body)
 	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
 }
+
+// Config is a destination's webhook block (notify.<name>.webhook).
+type Config struct {
+	URL    string `yaml:"url" cfg:"url"`       // required; http(s); only scheme and host are ever shown
+	Secret string `yaml:"secret" cfg:"secret"` // required; "whsec_" + base64, or any other text (SigningKey)
+}
