@@ -2,8 +2,10 @@ package devicesweep
 
 import "time"
 
-// Settings are the scan.devices keys of the configuration, as the
-// service's loader has checked them (defaults filled, ranges enforced).
+// Settings are the scan.devices keys of the configuration. The package
+// owns the type; the service's loader (cmd/internal/config) composes it,
+// fills its defaults (enabled, 5m, 1000/s, 2 rounds, 2s, every resolver)
+// and checks its ranges, each problem at its file:line.
 type Settings struct {
 	Enabled        bool          `yaml:"enabled"`
 	Interval       time.Duration `yaml:"interval"`

@@ -8,7 +8,9 @@ import (
 	"github.com/jocasta/jocasta/sources"
 )
 
-// Settings are the scan.ports keys of the configuration.
+// Settings are the scan.ports keys of the configuration. The package owns
+// the type; the service's loader composes it, fills its defaults (off,
+// 6h, 64 connections) and checks its ranges and the custom port list.
 type Settings struct {
 	Enabled     bool          `yaml:"enabled"`
 	Interval    time.Duration `yaml:"interval"`

@@ -8,10 +8,12 @@ import (
 	"github.com/jocasta/jocasta/projections/notify/httpnotify"
 	"github.com/jocasta/jocasta/projections/notify/push"
 	"github.com/jocasta/jocasta/projections/notify/webhook"
+	"github.com/jocasta/jocasta/sources/devicesweep"
 	"github.com/jocasta/jocasta/sources/dnsfilter1"
 	"github.com/jocasta/jocasta/sources/dnsfilter2"
 	"github.com/jocasta/jocasta/sources/dnsnode"
 	"github.com/jocasta/jocasta/sources/flowlistener"
+	"github.com/jocasta/jocasta/sources/portscan"
 	"github.com/jocasta/jocasta/sources/routerapi"
 	"github.com/jocasta/jocasta/sources/rpcrouter"
 )
@@ -110,28 +112,13 @@ type Scan struct {
 	Ports   ScanPorts   `yaml:"ports"`
 }
 
-// ScanDevices is the periodic ICMP sweep.
-type ScanDevices struct {
-	Enabled        bool     `yaml:"enabled"`         // default true
-	Interval       Duration `yaml:"interval"`        // default 5m; > 0
-	Rate           int      `yaml:"rate"`            // default 1000; 1..1000000 probes per second
-	Rounds         int      `yaml:"rounds"`          // default 2; 1..100
-	Wait           Duration `yaml:"wait"`            // default 2s; ≥ 0
-	ResolveNames   bool     `yaml:"resolve_names"`   // default true
-	ResolveMACs    bool     `yaml:"resolve_macs"`    // default true
-	ResolveMDNS    bool     `yaml:"resolve_mdns"`    // default true
-	ResolveNetBIOS bool     `yaml:"resolve_netbios"` // default true
-	ResolveDNSSD   bool     `yaml:"resolve_dnssd"`   // default true
-	ResolveSSDP    bool     `yaml:"resolve_ssdp"`    // default true
-}
-
-// ScanPorts is the periodic TCP port scan.
-type ScanPorts struct {
-	Enabled     bool     `yaml:"enabled"`     // default false
-	Interval    Duration `yaml:"interval"`    // default 6h; > 0
-	Custom      string   `yaml:"custom"`      // "" = preset; else ParsePorts syntax
-	Concurrency int      `yaml:"concurrency"` // default 64; 1..65535
-}
+// The sweep and the port scan own their settings types; aliases keep the
+// loader's names. Their defaults are in Defaults below; the loader checks
+// their ranges.
+type (
+	ScanDevices = devicesweep.Settings // scan.devices
+	ScanPorts   = portscan.Settings    // scan.ports
+)
 
 // Plugins holds the plugin instances of each kind, keyed by instance name
 // (lower-case letters, digits, '-' and '_'; see doc.go). Every instance is off
@@ -203,10 +190,10 @@ func Defaults() Config {
 		Scan: Scan{
 			Devices: ScanDevices{
 				Enabled:        true,
-				Interval:       Duration(5 * time.Minute),
+				Interval:       5 * time.Minute,
 				Rate:           1000,
 				Rounds:         2,
-				Wait:           Duration(2 * time.Second),
+				Wait:           2 * time.Second,
 				ResolveNames:   true,
 				ResolveMACs:    true,
 				ResolveMDNS:    true,
@@ -215,7 +202,7 @@ func Defaults() Config {
 				ResolveSSDP:    true,
 			},
 			Ports: ScanPorts{
-				Interval:    Duration(6 * time.Hour),
+				Interval:    6 * time.Hour,
 				Concurrency: 64,
 			},
 		},

@@ -305,12 +305,12 @@ func (l *loader) validateScan(s *Scan) {
 		l.check("scan.source", valid, fmt.Sprintf("want a name of at most %d characters, without control characters or surrounding spaces, such as sweep:home; got %q", maxSourceLen, src))
 	}
 	d := &s.Devices
-	l.positive("scan.devices.interval", d.Interval)
+	l.positive("scan.devices.interval", Duration(d.Interval))
 	l.intRange("scan.devices.rate", d.Rate, 1, maxRate)
 	l.intRange("scan.devices.rounds", d.Rounds, 1, maxRounds)
-	l.notNegative("scan.devices.wait", d.Wait)
+	l.notNegative("scan.devices.wait", Duration(d.Wait))
 	p := &s.Ports
-	l.positive("scan.ports.interval", p.Interval)
+	l.positive("scan.ports.interval", Duration(p.Interval))
 	if p.Custom != "" {
 		_, err := ParsePorts(p.Custom)
 		if err != nil {
