@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -138,7 +137,7 @@ type device struct {
 	sortKey string // lower-case name for sort=name
 	vendor  string // from Options.Vendor
 	current netip.Addr
-	enc     atomic.Pointer[encodedDevice] // cached API document, see jsonCache
+	slot    int // the device's place in the document cache (Inventory.docs), see docSlots
 }
 
 // protected reports whether a user's edit keeps the device from retention.

@@ -116,6 +116,11 @@ type Inventory struct {
 
 	idxMu sync.Mutex
 	idx   *queryCache
+
+	// docs is the document cache's storage, on top of the model: one slot
+	// per device (device.slot), read without a lock while the read lock
+	// is held, grown and freed only under the write lock (docSlots).
+	docs docSlots
 }
 
 // New returns an empty inventory. It serves queries once the runner has
@@ -142,6 +147,7 @@ func New(opts Options) (*Inventory, error) {
 func (i *Inventory) reset() {
 	i.devs = map[string]*device{}
 	i.byKey = map[string]*device{}
+	i.docs = docSlots{}
 	i.byIP = map[string][]*device{}
 	i.heap = presenceHeap{}
 	i.overdue = map[string]*device{}
@@ -186,6 +192,7 @@ func (i *Inventory) Load(tx *bolt.Tx) error {
 			d.heapIdx = -1
 			i.devs[d.ID] = d
 			i.byKey[d.Key] = d
+			i.docs.add(d)
 			return nil
 		})
 		if err != nil {

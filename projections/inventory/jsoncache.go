@@ -27,12 +27,50 @@ type encodedDevice struct {
 	ref     atomic.Bool // read since the clock hand last passed
 }
 
+// docSlots holds each device's cached document, one atomic slot per
+// device, apart from the device model: the model only gives each device
+// its slot number. Slots are added and freed (and the slice grown) under
+// the inventory's write lock; documents are read and stored under its
+// read lock, without another lock.
+type docSlots struct {
+	slots []*atomic.Pointer[encodedDevice]
+	spare []int // freed slots
+}
+
+// add gives d a slot (a freed one when there is one).
+func (s *docSlots) add(d *device) {
+	if k := len(s.spare) - 1; k >= 0 {
+		d.slot, s.spare = s.spare[k], s.spare[:k]
+		s.slots[d.slot].Store(nil)
+		return
+	}
+	d.slot = len(s.slots)
+	s.slots = append(s.slots, &atomic.Pointer[encodedDevice]{})
+}
+
+// free returns d's slot, dropping its document.
+func (s *docSlots) free(d *device) {
+	s.slots[d.slot].Store(nil)
+	s.spare = append(s.spare, d.slot)
+}
+
+// of is d's slot.
+func (s *docSlots) of(d *device) *atomic.Pointer[encodedDevice] { return s.slots[d.slot] }
+
+// clear drops every document (a new version).
+func (s *docSlots) clear() {
+	for _, p := range s.slots {
+		p.Store(nil)
+	}
+}
+
 // jsonCache holds the documents cached at one inventory version. The
-// documents hang off their devices (device.enc), read without a lock;
-// the cache keeps the ring of cached devices the CLOCK hand sweeps.
+// documents live in the inventory's docSlots, read without a lock; the
+// cache keeps the ring of cached devices the CLOCK hand sweeps.
 type jsonCache struct {
 	version uint64
 	max     int64
+	docs    *docSlots
 
 	mu    sync.Mutex
 	ring  []jsonSlot
@@ -55,10 +93,8 @@ func (i *Inventory) jsonCacheNow() *jsonCache {
 	defer i.idxMu.Unlock()
 	c := i.cache()
 	if c.json == nil {
-		c.json = &jsonCache{version: i.version, max: jsonCacheMax}
-		for _, d := range i.devs {
-			d.enc.Store(nil)
-		}
+		c.json = &jsonCache{version: i.version, max: jsonCacheMax, docs: &i.docs}
+		i.docs.clear()
 	}
 	return c.json
 }
@@ -67,7 +103,7 @@ func (i *Inventory) jsonCacheNow() *jsonCache {
 // not cached, and marks it read. The caller holds the read lock; the
 // bytes are shared and must not be modified.
 func (i *Inventory) cachedJSON(d *device) []byte {
-	e := d.enc.Load()
+	e := i.docs.of(d).Load()
 	if e == nil || e.version != i.version {
 		return nil
 	}
@@ -99,7 +135,7 @@ func (c *jsonCache) keep(d *device, b []byte) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e := d.enc.Load(); e != nil && e.version == c.version {
+	if e := c.docs.of(d).Load(); e != nil && e.version == c.version {
 		return // another reader cached it
 	}
 	// n fits in max, so while it does not fit beside the others some slot
@@ -107,7 +143,7 @@ func (c *jsonCache) keep(d *device, b []byte) {
 	for c.bytes+n > c.max {
 		s := &c.ring[c.hand]
 		if s.d != nil && !s.e.ref.Swap(false) {
-			s.d.enc.CompareAndSwap(s.e, nil)
+			c.docs.of(s.d).CompareAndSwap(s.e, nil)
 			c.bytes -= int64(len(s.e.json))
 			*s = jsonSlot{}
 			c.free = append(c.free, c.hand)
@@ -122,7 +158,7 @@ func (c *jsonCache) keep(d *device, b []byte) {
 		c.ring = append(c.ring, slot)
 	}
 	c.bytes += n
-	d.enc.Store(e)
+	c.docs.of(d).Store(e)
 }
 
 // utcView puts every time of v in UTC, as the API shows them. v's times

@@ -393,7 +393,7 @@ func TestUTCView(t *testing.T) {
 func cachedDocs(inv *Inventory) int {
 	n := 0
 	for _, d := range inv.devs {
-		if e := d.enc.Load(); e != nil && e.version == inv.version {
+		if e := inv.docs.of(d).Load(); e != nil && e.version == inv.version {
 			n++
 		}
 	}
@@ -425,7 +425,7 @@ func TestJSONCacheFill(t *testing.T) {
 	listJSON(t, h.inv, projections.DeviceFilter{Limit: 10})
 	stale := 0
 	for _, d := range h.inv.devs {
-		if e := d.enc.Load(); e != nil && e.version != h.inv.version {
+		if e := h.inv.docs.of(d).Load(); e != nil && e.version != h.inv.version {
 			stale++
 		}
 	}
@@ -485,7 +485,7 @@ func TestJSONCacheClock(t *testing.T) {
 		t.Fatal("no fourth device")
 	}
 	cached := func(d projections.Device) bool {
-		e := h.inv.devs[d.ID].enc.Load()
+		e := h.inv.docs.of(h.inv.devs[d.ID]).Load()
 		return e != nil && e.version == h.inv.version
 	}
 	got := []bool{cached(all[0]), cached(all[1]), cached(all[2]), cached(all[3])}
@@ -494,5 +494,29 @@ func TestJSONCacheClock(t *testing.T) {
 	}
 	if c.bytes > c.max {
 		t.Errorf("cache holds %d bytes, more than %d", c.bytes, c.max)
+	}
+}
+
+// TestDocSlots: every live device has its own slot; a freed slot is
+// reused empty, so a new device never starts with another's document.
+func TestDocSlots(t *testing.T) {
+	var s docSlots
+	a, b, c := &device{ID: "a"}, &device{ID: "b"}, &device{ID: "c"}
+	s.add(a)
+	s.add(b)
+	if a.slot == b.slot {
+		t.Fatal("two devices share a slot")
+	}
+	s.of(a).Store(&encodedDevice{version: 1, json: []byte(`{"id":"a"}`)})
+	s.free(a)
+	s.add(c)
+	if c.slot != a.slot {
+		t.Fatalf("the freed slot %d was not reused (got %d)", a.slot, c.slot)
+	}
+	if e := s.of(c).Load(); e != nil {
+		t.Fatalf("a new device starts with the document %s", e.json)
+	}
+	if len(s.slots) != 2 {
+		t.Fatalf("%d slots for two live devices", len(s.slots))
 	}
 }

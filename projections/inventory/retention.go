@@ -88,6 +88,7 @@ func (i *Inventory) removeDevice(d *device) {
 		delete(i.byKey, d.Key)
 	}
 	delete(i.devs, d.ID)
+	i.docs.free(d)
 	delete(i.dirty, d.ID)
 	i.deleted[d.ID] = true
 }

@@ -346,6 +346,7 @@ func (i *Inventory) newDevice(key, mac string) *device {
 	d := &device{ID: id, Key: key, MAC: mac, heapIdx: -1}
 	i.devs[id] = d
 	i.byKey[key] = d
+	i.docs.add(d)
 	return d
 }
 
