@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -32,9 +33,15 @@ func openAdmin(e *env, cfgPath string, mode openMode) (a admin, close func() err
 	if s, ok := dialControl(cfg.SocketPath(), dbFileAbs(cfg)); ok {
 		return s, func() error { return nil }, nil
 	}
+	_, statErr := os.Stat(cfg.DBFile())
 	c, err := openCore(e.ctx, cfg, nopLogger(), mode)
 	if err != nil {
 		return nil, nil, err
+	}
+	if mode == openCreate && errors.Is(statErr, fs.ErrNotExist) {
+		// Setting up may create the database; say so, so that a mistyped
+		// db.path shows at once instead of as a token serve never knows.
+		fmt.Fprintf(e.stderr, "jocasta: no database at %s (db.path, db.name): created a new one\n", cfg.DBFile())
 	}
 	c.progress = func(format string, args ...any) { fmt.Fprintf(e.stderr, format+"\n", args...) }
 	return c, c.Close, nil

@@ -163,10 +163,14 @@ func TestAdminCommandsNeverInventADatabase(t *testing.T) {
 	if info, _ := os.Stat(dbFile); info.Size() != 0 {
 		t.Fatal("an admin command wrote into the 0-byte file")
 	}
-	// Setting up is allowed to create: the first account before serve.
+	// Setting up is allowed to create: the first account before serve. It
+	// says so (a mistyped db.path shows at once), and only the first time.
 	os.Remove(dbFile)
-	if code, _, stderr := cli(t, "", "token", "create", "--config", cfg, "--name", "first", "--mode", "read", "--expires", "never"); code != 0 {
-		t.Fatalf("token create on a fresh install: %q", stderr)
+	if code, _, stderr := cli(t, "", "token", "create", "--config", cfg, "--name", "first", "--mode", "read", "--expires", "never"); code != 0 || !strings.Contains(stderr, "no database at "+dbFile+" (db.path, db.name): created a new one") {
+		t.Fatalf("token create on a fresh install: exit %d %q", code, stderr)
+	}
+	if code, _, stderr := cli(t, "pw-long-enough-1\n", "user", "add", "ann", "--password-stdin", "--config", cfg); code != 0 || strings.Contains(stderr, "created") {
+		t.Fatalf("user add on the existing database: exit %d %q", code, stderr)
 	}
 	// Read-only: verify works on a file this process may not write.
 	os.Chmod(dbFile, 0o400)
