@@ -6,6 +6,7 @@ func Kinds() []KindSpec {
 	return []KindSpec{
 		{Kind: KindSweepCompleted, Version: 1, Payload: SweepCompleted{}, Summary: "one whole device sweep with every responder"},
 		{Kind: KindPortScanCompleted, Version: 1, Payload: PortScanCompleted{}, Summary: "one whole TCP port scan with the open ports of every target"},
+		{Kind: KindPluginRead, Version: 1, Payload: PluginRead{}, Summary: "one read of a router's, switch's or access point's host tables, as the difference from the previous read"},
 		{Kind: KindScanFailed, Version: 1, Payload: ScanFailed{}, Summary: "a source's run that produced nothing, with the reason"},
 		{Kind: KindDeviceEdited, Version: 1, Payload: DeviceEdited{}, Summary: "a user changed label, group, type, notes or ignored"},
 		{Kind: KindDeviceWatchSet, Version: 1, Payload: DeviceWatchSet{}, Summary: "a user started or stopped watching a device"},

@@ -117,7 +117,7 @@ func TestListDevices(t *testing.T) {
 		}
 		// dev-phone has nil collections: they must be [] and {}.
 		if !strings.Contains(string(body), `"id":"dev-phone","name":"phone","names":{}`) ||
-			!strings.Contains(string(body), `"addresses":[],"ports":[],"services":[],"sources":[],"attached_to":null,"evidence":{}`) {
+			!strings.Contains(string(body), `"addresses":[],"ports":[],"services":[],"sources":[],"attached_to":null,"coverage":null,"evidence":{}`) {
 			t.Fatalf("nil collections not normalised: %s", body)
 		}
 	})

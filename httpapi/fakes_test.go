@@ -95,7 +95,7 @@ func fixtureDevices() map[string]projections.Device {
 			Ports:      []projections.Port{{Port: 443, Proto: "tcp", Service: "https", FirstSeen: t0, LastSeen: t0}},
 			Services:   []projections.Service{{Instance: "nas", Type: "_smb._tcp", Port: 445}},
 			Sources:    []string{"sweep:host", "routerapi:core"},
-			AttachedTo: &projections.Attachment{DeviceID: "dev-switch", Port: "ether3"},
+			AttachedTo: &projections.Attachment{DeviceID: ptr("dev-switch"), Source: "routerapi:core", Peer: "core", Port: "ether3"},
 			Evidence: map[string]projections.Evidence{"mac": {Source: "routerapi:core", Time: t0},
 				"label": {Source: "api", Actor: "ansible", Time: t0.In(cest)}},
 			UPnP: &projections.UPnP{FriendlyName: "DiskStation", Manufacturer: "Synology", ModelName: "DS920+"},

@@ -55,6 +55,10 @@ type Device struct {
 	Services   []Service           `json:"services"`
 	Sources    []string            `json:"sources"`
 	AttachedTo *Attachment         `json:"attached_to"`
+	// Coverage is set when the device is past the online window but no
+	// source that saw it lately can say it is gone (it is failing, or has
+	// not read since): its presence stands, unconfirmed.
+	Coverage *Coverage `json:"coverage"`
 	Evidence   map[string]Evidence `json:"evidence"`
 	// UPnP is what the device's SSDP description says, if it answered.
 	UPnP *UPnP `json:"upnp"`
@@ -106,11 +110,33 @@ type Service struct {
 	Port     uint16 `json:"port"`
 }
 
-// Attachment is where a device is plugged in (switch port or AP SSID).
+// Attachment is where a device is plugged in (switch port or AP SSID),
+// as a router, switch or access point read by a plugin says.
 type Attachment struct {
-	DeviceID string `json:"device_id"`
-	Port     string `json:"port,omitempty"`
-	SSID     string `json:"ssid,omitempty"`
+	// DeviceID is the switch or access point in the inventory; nil while
+	// the inventory has no device with one of its MACs.
+	DeviceID *string `json:"device_id"`
+	// Source is the plugin instance that said so, Peer the device's own
+	// name (RouterOS identity, OpenWrt host name).
+	Source string `json:"source"`
+	Peer   string `json:"peer,omitempty"`
+	Port   string `json:"port,omitempty"`
+	SSID   string `json:"ssid,omitempty"`
+	Band   string `json:"band,omitempty"`
+	// Signal in dBm of a wireless association, nil when unknown.
+	Signal *int `json:"signal"`
+}
+
+// Coverage says that no working source covers a device any more.
+type Coverage struct {
+	// State is "not_covered".
+	State string `json:"state"`
+	// Source is the source that saw the device last, Since when it has
+	// been failing (or, when it is not failing but has not read, when it
+	// saw the device), Reason its last failure.
+	Source string    `json:"source"`
+	Since  time.Time `json:"since"`
+	Reason string    `json:"reason,omitempty"`
 }
 
 // ChangeEntry is one change-log entry.
@@ -143,6 +169,8 @@ type Scan struct {
 	Networks   []string  `json:"networks"`
 	ProbesSent int       `json:"probes_sent"`
 	HostsFound int       `json:"hosts_found"`
+	// Rows is the number of table rows a plugin read.
+	Rows int `json:"rows,omitempty"`
 	Complete   bool      `json:"complete"`
 	Errors     []string  `json:"errors"`
 }

@@ -153,6 +153,10 @@ func prefixes(ps []netip.Prefix) []string {
 // its reason.
 type Sink struct {
 	log Appender
+	// reads is the last appended host read of each source, the base of
+	// the next one's difference. It starts empty, so the first read of
+	// each source after a start is written whole.
+	reads readStates
 }
 
 // NewSink returns a sink appending to log.
@@ -160,6 +164,9 @@ func NewSink(log Appender) *Sink { return &Sink{log: log} }
 
 // Record implements scheduler.Sink.
 func (s *Sink) Record(ctx context.Context, run sources.Run) error {
+	if r, ok := run.Result.(*sources.HostRead); ok {
+		return s.recordRead(ctx, run, r)
+	}
 	e, err := RunEvent(run)
 	if err != nil {
 		return err
@@ -170,7 +177,29 @@ func (s *Sink) Record(ctx context.Context, run sources.Run) error {
 	return nil
 }
 
-// RunEvent converts one run into its event.
+// recordRead appends a host read as the difference from the source's
+// last appended one. When the append fails the base is dropped: the next
+// read is written whole, so the log never holds a difference from a read
+// it does not have.
+func (s *Sink) recordRead(ctx context.Context, run sources.Run, r *sources.HostRead) error {
+	source := run.Instance.Source
+	prev := s.reads.get(source)
+	e, next, err := PluginReadEvent(r, run.Instance.Kind, source, prev)
+	if err != nil {
+		return err
+	}
+	out, err := s.log.Append(ctx, e)
+	if err != nil {
+		s.reads.set(source, nil)
+		return fmt.Errorf("ingest: append %s of %s: %w", e.Kind, source, err)
+	}
+	next.seq = out[0].Seq
+	s.reads.set(source, next)
+	return nil
+}
+
+// RunEvent converts one run into its event. A host read is written
+// whole (the sink writes it as a difference).
 func RunEvent(run sources.Run) (events.Envelope, error) {
 	source := run.Instance.Source
 	switch r := run.Result.(type) {
@@ -178,6 +207,9 @@ func RunEvent(run sources.Run) (events.Envelope, error) {
 		return SweepEvent(r, source)
 	case *sources.PortScan:
 		return PortScanEvent(r, source)
+	case *sources.HostRead:
+		e, _, err := PluginReadEvent(r, run.Instance.Kind, source, nil)
+		return e, err
 	case nil:
 		return ScanFailedEvent(run)
 	default:

@@ -23,7 +23,7 @@ const goodDevice = `{"id":"d1","name":"nas","names":{"dns":{"name":"nas.lan","la
 "label":null,"group":"lab","type":null,"notes":null,"ignored":false,"watched":true,"presence":"online",
 "first_seen":"2026-01-01T00:00:00Z","last_seen":"2026-01-02T00:00:00Z","mac":"aa:bb:cc:dd:ee:ff","mac_random":false,
 "vendor":null,"addresses":[{"ip":"192.168.1.5","network":"192.168.1.0/24","first_seen":"2026-01-01T00:00:00Z","last_seen":"2026-01-02T00:00:00Z","retired_at":null}],
-"ports":[],"services":[],"sources":["sweep:x"],"attached_to":null,"evidence":{},"upnp":null}`
+"ports":[],"services":[],"sources":["sweep:x"],"attached_to":null,"coverage":null,"evidence":{},"upnp":null}`
 
 const goodEvents = `{"items":[{"id":"e1-0","seq":1,"time":"2026-01-01T00:00:00Z","kind":"device.discovered","device_id":"d1",
 "source":"sweep:lab","actor":"sweep:lab","summary":"nas was discovered by sweep:lab","data":null}],"next_cursor":null}`

@@ -130,7 +130,12 @@ type device struct {
 	Services  []projections.Service `json:"services,omitempty"`
 	UPnP      *upnpRec              `json:"upnp,omitempty"`
 	Sources   []string              `json:"sources,omitempty"`
-	Evidence  evidenceSet           `json:"evidence"`
+	// SeenBy is each source's last sighting of the device: which sources
+	// can say it is gone (see hasEvidence).
+	SeenBy map[string]time.Time `json:"seen_by,omitempty"`
+	// Attached is where it hangs off, as a plugin source said.
+	Attached *attachRec  `json:"attached,omitempty"`
+	Evidence evidenceSet `json:"evidence"`
 
 	// Memory only.
 	heapIdx int    // index in the presence heap, -1 when not in it
@@ -138,6 +143,9 @@ type device struct {
 	vendor  string // from Options.Vendor
 	current netip.Addr
 	slot    int // the device's place in the document cache (Inventory.docs), see docSlots
+	// coverage is set while the device is overdue and no source that saw
+	// it lately can give evidence (Inventory.refreshCoverage).
+	coverage *projections.Coverage
 }
 
 // protected reports whether a user's edit keeps the device from retention.
@@ -364,6 +372,13 @@ func (d *device) view() projections.Device {
 		})
 	}
 	copy(v.Services, d.Services)
+	if d.Attached != nil {
+		v.AttachedTo = d.Attached.view()
+	}
+	if d.coverage != nil {
+		c := *d.coverage
+		v.Coverage = &c
+	}
 	if d.UPnP != nil {
 		v.UPnP = &projections.UPnP{FriendlyName: d.UPnP.FriendlyName, Manufacturer: d.UPnP.Manufacturer, ModelName: d.UPnP.ModelName}
 	}

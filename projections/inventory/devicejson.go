@@ -118,6 +118,40 @@ func encodeDeviceRow(d *device, buf []byte) ([]byte, error) {
 		b = append(b, `,"sources":`...)
 		b = appendJSONStrings(b, d.Sources)
 	}
+	if len(d.SeenBy) > 0 {
+		b = append(b, `,"seen_by":{`...)
+		var srcs [8]string
+		for n, k := range appendKeys(srcs[:0], d.SeenBy) {
+			if n > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, k)
+			b = append(b, ':')
+			b = appendJSONTime(b, d.SeenBy[k])
+		}
+		b = append(b, '}')
+	}
+	if a := d.Attached; a != nil {
+		b = append(b, `,"attached":{"source":`...)
+		b = appendJSONString(b, a.Source)
+		for _, f := range [...]struct{ name, v string }{
+			{`,"device_id":`, a.DeviceID}, {`,"peer":`, a.Peer}, {`,"port":`, a.Port}, {`,"ssid":`, a.SSID}, {`,"band":`, a.Band},
+		} {
+			if f.v != "" {
+				b = append(b, f.name...)
+				b = appendJSONString(b, f.v)
+			}
+		}
+		if a.Signal != 0 {
+			b = append(b, `,"signal":`...)
+			b = strconv.AppendInt(b, int64(a.Signal), 10)
+		}
+		if a.Behind != 0 {
+			b = append(b, `,"behind":`...)
+			b = strconv.AppendInt(b, int64(a.Behind), 10)
+		}
+		b = append(b, '}')
+	}
 	b = append(b, `,"evidence":{`...)
 	sep := ""
 	for _, f := range d.Evidence.fields() {
@@ -194,6 +228,11 @@ func (d *device) timesEncodable() bool {
 	}
 	for _, f := range d.Evidence.fields() {
 		if !ok(f.ev.Time) {
+			return false
+		}
+	}
+	for _, t := range d.SeenBy {
+		if !ok(t) {
 			return false
 		}
 	}

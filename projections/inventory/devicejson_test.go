@@ -62,6 +62,15 @@ func fuzzDevice(s1, s2 string, sec, nsec int64, port uint16, mask uint32) *devic
 	if bit(16) {
 		d.Sources = []string{s1, s2}
 	}
+	if bit(23) {
+		d.SeenBy = map[string]time.Time{s1: at, s2 + "x": at.Add(time.Duration(nsec))}
+	}
+	if bit(24) {
+		d.Attached = &attachRec{Source: s1, DeviceID: s2, Peer: s1, Port: s2, SSID: s1, Band: s2, Signal: -int(port % 100), Behind: int(port)}
+	}
+	if bit(25) {
+		d.Attached = &attachRec{}
+	}
 	if bit(17) {
 		d.Evidence.Name = evid{Source: s1, Time: at}
 		d.Evidence.Watched = evid{Source: s2, Actor: s1, Time: at}
@@ -107,6 +116,9 @@ func TestDeviceRowIsMarshal(t *testing.T) {
 		{"offset zone", "d1", "x", 1_700_000_000, 1<<20 | 1<<17},
 		{"year 10000", "d1", "x", 253402300800, 1<<17 | 1<<1},
 		{"year -1", "d1", "x", -62167219201, 0},
+		{"seen by and attached", "d1", "x", 1_700_000_000, 1<<23 | 1<<24},
+		{"seen by in a zone", "d1", "x", 1_700_000_000, 1<<20 | 1<<23 | 1<<25},
+		{"seen by year 10000", "d1", "x", 253402300800, 1 << 23},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			checkDeviceRow(t, fuzzDevice(c.s1, c.s2, c.sec, 123456789, 8080, c.mask))

@@ -21,7 +21,7 @@ const Name = "inventory"
 
 // Version of the projection's rows and rules. Raising it rebuilds the
 // projection from the log at the next start.
-const Version = 1
+const Version = 2
 
 // Defaults for [Options], the contract's defaults.
 const (
@@ -48,7 +48,7 @@ const (
 
 var allBuckets = []string{
 	bucketDevices, bucketChanges, bucketChangesByDevice, bucketChangesByTime,
-	bucketScans, bucketMeta,
+	bucketScans, bucketMeta, bucketReads,
 }
 
 // metaPresence is the key in bucketMeta of the presence evidence.
@@ -90,6 +90,8 @@ type sweepMark struct {
 type presenceMeta struct {
 	Complete    map[string]time.Time `json:"complete"`
 	AnyComplete time.Time            `json:"any_complete"`
+	// Sources is the health of every source that has run.
+	Sources map[string]*sourceHealth `json:"sources,omitempty"`
 }
 
 // Inventory is the inventory projection: devices, the change log and the
@@ -108,11 +110,14 @@ type Inventory struct {
 	overdue map[string]*device
 	sweeps  []sweepMark
 	anyDone time.Time
-	version uint64 // bumped by every change, keys the query caches
+	health  map[string]*sourceHealth // by source
+	reads   map[string]*hostSet      // plugin sources' host sets
+	version uint64                   // bumped by every change, keys the query caches
 
-	dirty     map[string]*device
-	deleted   map[string]bool
-	metaDirty bool
+	dirty      map[string]*device
+	deleted    map[string]bool
+	metaDirty  bool
+	readsDirty map[string]map[string]bool
 
 	idxMu sync.Mutex
 	idx   *queryCache
@@ -153,6 +158,9 @@ func (i *Inventory) reset() {
 	i.overdue = map[string]*device{}
 	i.sweeps = nil
 	i.anyDone = time.Time{}
+	i.health = map[string]*sourceHealth{}
+	i.reads = map[string]*hostSet{}
+	i.readsDirty = map[string]map[string]bool{}
 	i.dirty = map[string]*device{}
 	i.deleted = map[string]bool{}
 	i.metaDirty = false
@@ -208,6 +216,11 @@ func (i *Inventory) Load(tx *bolt.Tx) error {
 				return fmt.Errorf("inventory: load presence evidence: %w", err)
 			}
 			i.anyDone = pm.AnyComplete
+			for src, h := range pm.Sources {
+				if h != nil {
+					i.health[src] = h
+				}
+			}
 			for s, t := range pm.Complete {
 				p, err := netip.ParsePrefix(s)
 				if err != nil {
@@ -217,6 +230,10 @@ func (i *Inventory) Load(tx *bolt.Tx) error {
 			}
 			slices.SortFunc(i.sweeps, func(a, b sweepMark) int { return comparePrefix(a.prefix, b.prefix) })
 		}
+	}
+	if err := i.loadReads(tx); err != nil {
+		i.reset()
+		return fmt.Errorf("inventory: load plugin reads: %w", err)
 	}
 	for _, id := range i.sortedIDs() {
 		d := i.devs[id]
@@ -232,6 +249,7 @@ func (i *Inventory) Load(tx *bolt.Tx) error {
 			i.heap.push(d)
 		}
 		d.refreshDerived(i.opts.Vendor)
+		i.refreshCoverage(d)
 	}
 	return nil
 }
@@ -278,7 +296,7 @@ func (i *Inventory) Flush(tx *bolt.Tx) error {
 		}
 	}
 	if i.metaDirty {
-		pm := presenceMeta{Complete: make(map[string]time.Time, len(i.sweeps)), AnyComplete: i.anyDone}
+		pm := presenceMeta{Complete: make(map[string]time.Time, len(i.sweeps)), AnyComplete: i.anyDone, Sources: i.health}
 		for _, m := range i.sweeps {
 			pm.Complete[m.prefix.String()] = m.start
 		}
@@ -293,6 +311,9 @@ func (i *Inventory) Flush(tx *bolt.Tx) error {
 		if err := mb.Put(metaPresence, v); err != nil {
 			return fmt.Errorf("inventory: flush: put presence evidence: %w", err)
 		}
+	}
+	if err := i.flushReads(tx); err != nil {
+		return err
 	}
 	clear(i.dirty)
 	clear(i.deleted)
@@ -332,6 +353,8 @@ func (i *Inventory) Prepare(ev events.Envelope) (any, error) {
 		p = &events.RetentionPurged{}
 	case events.KindScanFailed:
 		p = &events.ScanFailed{}
+	case events.KindPluginRead:
+		p = &events.PluginRead{}
 	default:
 		return nil, nil
 	}
@@ -343,6 +366,8 @@ func (i *Inventory) Prepare(ev events.Envelope) (any, error) {
 		return prepareSweep(ev, v), nil
 	case *events.PortScanCompleted:
 		return preparePortScan(ev, v), nil
+	case *events.PluginRead:
+		return prepareRead(ev, v), nil
 	}
 	return p, nil
 }
@@ -375,7 +400,11 @@ func (i *Inventory) ApplyPrepared(tx *bolt.Tx, ev events.Envelope, prepared any)
 		err = i.applyPurge(em, p)
 	case *events.ScanFailed:
 		k, v := failedScanRow(ev, p)
-		err = em.put(bucketScans, k, v)
+		if err = em.put(bucketScans, k, v); err == nil {
+			i.sourceFailing(ev.Source, p.Kind, p.Finished.UTC(), p.Reason)
+		}
+	case *readPrep:
+		err = i.applyRead(em, p)
 	default:
 		err = fmt.Errorf("prepared payload of type %T", prepared)
 	}

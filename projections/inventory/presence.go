@@ -162,29 +162,6 @@ func absentFor(d *device) string {
 	return presenceOffline
 }
 
-// hasEvidence reports whether a complete sweep that covers one of d's
-// current addresses started after d was last seen: the only evidence
-// that a device is gone. A sweep that failed or was cut short is none.
-// An address with no network is covered by any complete sweep.
-func (i *Inventory) hasEvidence(d *device) bool {
-	for _, a := range d.Addrs {
-		if a.RetiredAt != nil {
-			continue
-		}
-		if a.Network == "" {
-			if i.anyDone.After(d.LastSeen) {
-				return true
-			}
-		}
-		for _, m := range i.sweeps {
-			if m.start.After(d.LastSeen) && m.prefix.Contains(a.ip) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // evaluate applies the presence rule at time at: a device is online
 // while its last sighting is within the online window; past it, it goes
 // offline (quiet when watched) once there is evidence of absence.
@@ -198,6 +175,7 @@ func (i *Inventory) evaluate(em *emitter, at time.Time, evidenceChanged bool) er
 		d := i.heap.remove(0)
 		d.Overdue = true
 		i.overdue[d.ID] = d
+		i.refreshCoverage(d)
 		i.markDirty(d)
 		check = append(check, d)
 	}
@@ -226,6 +204,7 @@ func (i *Inventory) evaluate(em *emitter, at time.Time, evidenceChanged bool) er
 		state := absentFor(d)
 		d.Presence = state
 		d.Overdue = false
+		d.coverage = nil
 		delete(i.overdue, d.ID)
 		d.Evidence.Presence = evid{Source: em.ev.Source, Time: at}
 		i.markDirty(d)

@@ -30,6 +30,10 @@ func appendScanJSON(b []byte, s *projections.Scan) []byte {
 	b = strconv.AppendInt(b, int64(s.ProbesSent), 10)
 	b = append(b, `,"hosts_found":`...)
 	b = strconv.AppendInt(b, int64(s.HostsFound), 10)
+	if s.Rows != 0 {
+		b = append(b, `,"rows":`...)
+		b = strconv.AppendInt(b, int64(s.Rows), 10)
+	}
 	b = append(b, `,"complete":`...)
 	b = strconv.AppendBool(b, s.Complete)
 	b = append(b, `,"errors":`...)

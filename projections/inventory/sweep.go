@@ -111,6 +111,7 @@ type sweepPrep struct {
 	fin, start time.Time
 	nets       []string
 	complete   bool
+	errors     []string
 	hosts      []hostPrep
 	scanKey    []byte
 	scanRow    []byte
@@ -128,7 +129,7 @@ type hostPrep struct {
 
 // prepareSweep normalises a sweep and encodes its scan-log row.
 func prepareSweep(ev events.Envelope, p *events.SweepCompleted) *sweepPrep {
-	sp := &sweepPrep{fin: p.Finished.UTC(), start: p.Started.UTC(), complete: p.Complete}
+	sp := &sweepPrep{fin: p.Finished.UTC(), start: p.Started.UTC(), complete: p.Complete, errors: p.Errors}
 	if p.Finished.IsZero() {
 		sp.fin = ev.Time.UTC()
 	}
@@ -295,6 +296,13 @@ func (i *Inventory) applySweep(em *emitter, sp *sweepPrep) error {
 
 	if sp.complete {
 		i.recordComplete(nets, start)
+		i.sourceDone(ev.Source, "sweep", start)
+	} else {
+		reason := "incomplete sweep"
+		if len(sp.errors) > 0 {
+			reason = sp.errors[0]
+		}
+		i.sourceFailing(ev.Source, "sweep", fin, reason)
 	}
 	return i.evaluate(em, fin, sp.complete)
 }
@@ -397,6 +405,12 @@ func (i *Inventory) sighting(em *emitter, t *sweepTouch, ip netip.Addr, ipStr, n
 		d.LastSeen = at
 	}
 	d.Evidence.LastSeen = evid{Source: src, Time: at}
+	if d.SeenBy == nil {
+		d.SeenBy = make(map[string]time.Time, 2)
+	}
+	if at.After(d.SeenBy[src]) {
+		d.SeenBy[src] = at
+	}
 	return nil
 }
 
@@ -460,6 +474,7 @@ func (i *Inventory) markSeen(em *emitter, d *device, at time.Time) error {
 		old := d.Presence
 		d.Presence = presenceOnline
 		d.Overdue = false
+		d.coverage = nil
 		delete(i.overdue, d.ID)
 		i.heapUpdate(d)
 		d.Evidence.Presence = evid{Source: em.ev.Source, Time: at}
@@ -467,6 +482,7 @@ func (i *Inventory) markSeen(em *emitter, d *device, at time.Time) error {
 			&projections.OldNew{Old: old, New: presenceOnline})
 	case d.Overdue:
 		d.Overdue = false
+		d.coverage = nil
 		delete(i.overdue, d.ID)
 		i.heapUpdate(d)
 	default:

@@ -1,0 +1,181 @@
+package inventory
+
+import (
+	"slices"
+	"time"
+
+	"github.com/jocasta/jocasta/projections"
+)
+
+// CoverageNotCovered is the state of Device.Coverage.
+const CoverageNotCovered = "not_covered"
+
+// sourceHealth is what the inventory knows of one source's runs: the
+// rule "no data is not offline" reads it.
+type sourceHealth struct {
+	// Kind is the source kind ("sweep", "routerapi", ...).
+	Kind string `json:"kind"`
+	// LastComplete is the start of its newest complete run.
+	LastComplete time.Time `json:"last_complete,omitzero"`
+	// FailingSince is the end of its first failed or incomplete run since
+	// the last complete one; nil while it works. Reason is the last
+	// failure's.
+	FailingSince *time.Time `json:"failing_since,omitempty"`
+	Reason       string     `json:"reason,omitempty"`
+}
+
+// sourceDone records a complete run of src that started at start.
+func (i *Inventory) sourceDone(src, kind string, start time.Time) {
+	h := i.health[src]
+	if h == nil {
+		h = &sourceHealth{}
+		i.health[src] = h
+	}
+	wasFailing := h.FailingSince != nil
+	h.Kind = kind
+	if start.After(h.LastComplete) {
+		h.LastComplete = start
+	}
+	h.FailingSince, h.Reason = nil, ""
+	i.metaDirty = true
+	if wasFailing {
+		i.refreshOverdue()
+	}
+}
+
+// sourceFailing records a failed or incomplete run of src that ended at
+// at, with its reason.
+func (i *Inventory) sourceFailing(src, kind string, at time.Time, reason string) {
+	h := i.health[src]
+	if h == nil {
+		h = &sourceHealth{}
+		i.health[src] = h
+	}
+	if kind != "" {
+		h.Kind = kind
+	}
+	changed := h.FailingSince == nil || h.Reason != reason
+	if h.FailingSince == nil {
+		t := at
+		h.FailingSince = &t
+	}
+	h.Reason = reason
+	i.metaDirty = true
+	if changed {
+		i.refreshOverdue()
+	}
+}
+
+// recentSources lists, sorted, the sources that saw d within the online
+// window before its last sighting: the ones whose silence can say it is
+// gone.
+func (i *Inventory) recentSources(d *device) []string {
+	cut := d.LastSeen.Add(-i.opts.OnlineWindow)
+	var out []string
+	for src, t := range d.SeenBy {
+		if !t.Before(cut) {
+			out = append(out, src)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// hasEvidence reports whether a source that saw d lately has since
+// completed a run without seeing it: the only evidence that a device is
+// gone. For a sweep that is a complete sweep of a network holding one of
+// d's current addresses, started after d was last seen; for a plugin
+// source, a complete read started after it. A failed or incomplete run
+// is no evidence, and neither is a source that never saw d (a sweep does
+// not answer for a phone only the access point sees). A device recorded
+// before sources were kept per sighting falls back to the sweeps.
+func (i *Inventory) hasEvidence(d *device) bool {
+	recent := i.recentSources(d)
+	if len(recent) == 0 {
+		return i.sweepEvidence(d)
+	}
+	for _, src := range recent {
+		h := i.health[src]
+		switch {
+		case h == nil:
+		case h.Kind == "sweep":
+			if i.sweepEvidence(d) {
+				return true
+			}
+		case h.LastComplete.After(d.LastSeen):
+			return true
+		}
+	}
+	return false
+}
+
+// sweepEvidence reports whether a complete sweep that covers one of d's
+// current addresses started after d was last seen. An address with no
+// network is covered by any complete sweep.
+func (i *Inventory) sweepEvidence(d *device) bool {
+	for _, a := range d.Addrs {
+		if a.RetiredAt != nil {
+			continue
+		}
+		if a.Network == "" {
+			if i.anyDone.After(d.LastSeen) {
+				return true
+			}
+		}
+		for _, m := range i.sweeps {
+			if m.start.After(d.LastSeen) && m.prefix.Contains(a.ip) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// refreshCoverage sets d's coverage: while d is overdue (online, past the
+// window, no evidence yet), the source that saw it last among those that
+// could give evidence, failing ones first, and since when.
+func (i *Inventory) refreshCoverage(d *device) {
+	if !d.Overdue || d.Presence != presenceOnline {
+		d.coverage = nil
+		return
+	}
+	recent := i.recentSources(d)
+	if len(recent) == 0 {
+		if src := d.Evidence.LastSeen.Source; src != "" {
+			recent = []string{src}
+		}
+	}
+	if len(recent) == 0 {
+		d.coverage = nil
+		return
+	}
+	pick := ""
+	for _, src := range recent {
+		h := i.health[src]
+		failing := h != nil && h.FailingSince != nil
+		switch {
+		case pick == "":
+			pick = src
+		case failing && (i.health[pick] == nil || i.health[pick].FailingSince == nil):
+			pick = src
+		case failing == (i.health[pick] != nil && i.health[pick].FailingSince != nil) && src == d.Evidence.LastSeen.Source:
+			pick = src
+		}
+	}
+	c := &projections.Coverage{State: CoverageNotCovered, Source: pick, Since: d.SeenBy[pick]}
+	if h := i.health[pick]; h != nil && h.FailingSince != nil {
+		c.Since, c.Reason = *h.FailingSince, h.Reason
+	}
+	if c.Since.IsZero() {
+		c.Since = d.LastSeen
+	}
+	d.coverage = c
+}
+
+// refreshOverdue refreshes the coverage of every overdue device after a
+// source's health changed.
+func (i *Inventory) refreshOverdue() {
+	for _, d := range i.overdue {
+		i.refreshCoverage(d)
+	}
+}
