@@ -23,8 +23,8 @@ func Kinds() []sources.Kind {
 	return []sources.Kind{
 		{Name: "sweep", Doc: "ICMP and ARP sweep of networks, the neighbour table, and the name resolvers (scan.devices)", Build: buildSweep},
 		{Name: "portscan", Doc: "TCP port scan of every known address (scan.ports)", Build: buildPortScan},
-		{Name: "routerapi", Doc: "routers, switches and access points over their REST API", Key: "plugins.routerapi"},
-		{Name: "rpcrouter", Doc: "routers and access points over their JSON-RPC bus", Key: "plugins.rpcrouter"},
+		{Name: "routerapi", Doc: "routers, switches and access points over their REST API", Key: "plugins.routerapi", Build: buildRouterAPI},
+		{Name: "rpcrouter", Doc: "routers and access points over their JSON-RPC bus", Key: "plugins.rpcrouter", Build: buildRPCRouter},
 		{Name: "flowlistener", Listener: true, Doc: "NetFlow v5/v9 and IPFIX exports over UDP", Key: "plugins.flowlistener"},
 		{Name: "dnsnode", Doc: "a DNS server node's query log", Key: "plugins.dnsnode"},
 		{Name: "dnsfilter1", Doc: "a DNS filtering server's query log (version 6)", Key: "plugins.dnsfilter1"},
