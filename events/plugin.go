@@ -34,8 +34,8 @@ type PluginRead struct {
 	Rows  int `json:"rows"`
 	Hosts int `json:"hosts"`
 	// Peer is the device read, when it changed or Base is 0.
-	Peer *ReadPeer `json:"peer,omitempty"`
-	Base uint64    `json:"base,omitempty"`
+	Peer *ReadPeer  `json:"peer,omitempty"`
+	Base uint64     `json:"base,omitempty"`
 	Set  []ReadHost `json:"set,omitempty"`
 	Gone []string   `json:"gone,omitempty"`
 }

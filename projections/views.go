@@ -35,31 +35,31 @@ const (
 
 // Device is one inventory entry as the API shows it.
 type Device struct {
-	ID         string              `json:"id"`
-	Name       string              `json:"name"`
-	Names      map[string]Name     `json:"names"`
-	Label      *string             `json:"label"`
-	Group      *string             `json:"group"`
-	Type       *string             `json:"type"`
-	Notes      *string             `json:"notes"`
-	Ignored    bool                `json:"ignored"`
-	Watched    bool                `json:"watched"`
-	Presence   string              `json:"presence"`
-	FirstSeen  time.Time           `json:"first_seen"`
-	LastSeen   time.Time           `json:"last_seen"`
-	MAC        *string             `json:"mac"`
-	MACRandom  bool                `json:"mac_random"`
-	Vendor     *string             `json:"vendor"`
-	Addresses  []Address           `json:"addresses"`
-	Ports      []Port              `json:"ports"`
-	Services   []Service           `json:"services"`
-	Sources    []string            `json:"sources"`
-	AttachedTo *Attachment         `json:"attached_to"`
+	ID         string          `json:"id"`
+	Name       string          `json:"name"`
+	Names      map[string]Name `json:"names"`
+	Label      *string         `json:"label"`
+	Group      *string         `json:"group"`
+	Type       *string         `json:"type"`
+	Notes      *string         `json:"notes"`
+	Ignored    bool            `json:"ignored"`
+	Watched    bool            `json:"watched"`
+	Presence   string          `json:"presence"`
+	FirstSeen  time.Time       `json:"first_seen"`
+	LastSeen   time.Time       `json:"last_seen"`
+	MAC        *string         `json:"mac"`
+	MACRandom  bool            `json:"mac_random"`
+	Vendor     *string         `json:"vendor"`
+	Addresses  []Address       `json:"addresses"`
+	Ports      []Port          `json:"ports"`
+	Services   []Service       `json:"services"`
+	Sources    []string        `json:"sources"`
+	AttachedTo *Attachment     `json:"attached_to"`
 	// Coverage is set when the device is past the online window but no
 	// source that saw it lately can say it is gone (it is failing, or has
 	// not read since): its presence stands, unconfirmed.
-	Coverage *Coverage `json:"coverage"`
-	Evidence   map[string]Evidence `json:"evidence"`
+	Coverage *Coverage           `json:"coverage"`
+	Evidence map[string]Evidence `json:"evidence"`
 	// UPnP is what the device's SSDP description says, if it answered.
 	UPnP *UPnP `json:"upnp"`
 }
@@ -170,9 +170,9 @@ type Scan struct {
 	ProbesSent int       `json:"probes_sent"`
 	HostsFound int       `json:"hosts_found"`
 	// Rows is the number of table rows a plugin read.
-	Rows int `json:"rows,omitempty"`
-	Complete   bool      `json:"complete"`
-	Errors     []string  `json:"errors"`
+	Rows     int      `json:"rows,omitempty"`
+	Complete bool     `json:"complete"`
+	Errors   []string `json:"errors"`
 }
 
 // Group is one device group in use.

@@ -58,6 +58,8 @@ commands:
   user list [--json] | user remove NAME
   log verify [--json] | log tail [--from SEQ] | log export [--since T] [--until T]
   replay [--until T] --output FILE       rebuild every projection into a fresh database
+  backup --output FILE [--force]         a verified copy of the database, also while serve runs
+  restore FILE [--force]                 put a verified backup in place of the database (serve stopped)
   list-sources                           the source kinds this build has
   version
 
@@ -127,6 +129,10 @@ func dispatch(e *env, args []string) error {
 		return sub(e, "log", rest, map[string]func(*env, []string) error{"verify": cmdLogVerify, "tail": cmdLogTail, "export": cmdLogExport})
 	case "replay":
 		return cmdReplay(e, rest)
+	case "backup":
+		return cmdBackup(e, rest)
+	case "restore":
+		return cmdRestore(e, rest)
 	case "list-sources":
 		return cmdListSources(e, rest)
 	case "version", "--version", "-version":

@@ -71,7 +71,9 @@ func TestReadIdentityEitherOrder(t *testing.T) {
 	for _, routerFirst := range []bool{false, true} {
 		h := newHarness(t, Options{})
 		sweepIt := func(at time.Time) { h.sweep(sweepAt(at, host("10.0.0.50", "", "dns=printer.lan"))) } // off-link: no MAC
-		readIt := func(at time.Time) { h.read(whole(at, rhost(mac, "10.0.0.50", true, "dhcp=printer", "router=Printer in the hall"))) }
+		readIt := func(at time.Time) {
+			h.read(whole(at, rhost(mac, "10.0.0.50", true, "dhcp=printer", "router=Printer in the hall")))
+		}
 		if routerFirst {
 			readIt(t0)
 			sweepIt(t0.Add(time.Minute))
