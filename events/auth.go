@@ -61,6 +61,7 @@ var secretFields = map[string][]string{
 	KindTokenCreated:        {"secret_sha256"},
 	KindUserAdded:           {"password_hash"},
 	KindUserPasswordChanged: {"password_hash"},
+	KindSessionStarted:      {"secret_sha256"},
 }
 
 // RedactedSecret replaces a credential in a redacted event.

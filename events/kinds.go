@@ -17,5 +17,9 @@ func Kinds() []KindSpec {
 		{Kind: KindUserAdded, Version: 1, Payload: UserAdded{}, Summary: "a web sign-in account was added (argon2id hash)"},
 		{Kind: KindUserPasswordChanged, Version: 1, Payload: UserPasswordChanged{}, Summary: "an account's password was changed"},
 		{Kind: KindUserRemoved, Version: 1, Payload: UserRemoved{}, Summary: "an account was removed"},
+		{Kind: KindSessionStarted, Version: 1, Payload: SessionStarted{}, Summary: "a user signed in to the web interface (the cookie secret's SHA-256 only)"},
+		{Kind: KindSessionEnded, Version: 1, Payload: SessionEnded{}, Summary: "a web session was signed out or ended as idle"},
+		{Kind: KindNotifyRulesSet, Version: 1, Payload: NotifyRulesSet{}, Summary: "a user set which changes a notification destination receives"},
+		{Kind: KindTrafficRecorded, Version: 1, Payload: TrafficRecorded{}, Summary: "one flush window of a flow listener: aggregated flow rows and the listener's state"},
 	}
 }

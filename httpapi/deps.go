@@ -95,6 +95,14 @@ type Deps struct {
 	Space DiskSpace
 	Log   zerolog.Logger
 	Now   func() time.Time
+
+	// Traffic, when set, answers the traffic endpoints (httpapi/traffic.go);
+	// without it they are 404 not-recorded.
+	Traffic Traffic
+
+	// Notifications, when set, answers /api/notifications
+	// (httpapi/notifications.go); without it those paths are 404.
+	Notifications Notifications
 }
 
 func (d *Deps) check() error {

@@ -200,10 +200,6 @@ func (s *server) deviceActivity(r *http.Request, detail string) error {
 	return errNotRecorded(detail)
 }
 
-func (s *server) deviceTraffic(w http.ResponseWriter, r *http.Request) error {
-	return s.deviceActivity(r, detailNoTraffic)
-}
-
 func (s *server) deviceDNS(w http.ResponseWriter, r *http.Request) error {
 	return s.deviceActivity(r, detailNoDNS)
 }

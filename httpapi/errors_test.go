@@ -47,6 +47,7 @@ var operations = []operation{
 	{"listDeviceEvents", "GET", "/api/devices/dev-nas/events", "", read, true},
 	{"getDeviceTraffic", "GET", "/api/devices/dev-nas/traffic", "", read, true},
 	{"getDeviceDNS", "GET", "/api/devices/dev-nas/dns", "", read, true},
+	{"getTraffic", "GET", "/api/traffic", "", read, false},
 	{"listEvents", "GET", "/api/events", "", read, false},
 	{"listScans", "GET", "/api/scans", "", read, false},
 }
@@ -383,7 +384,7 @@ func TestBadQuery(t *testing.T) {
 		{"/api/events?device=", []string{"device"}},
 		{"/api/events?cursor=forged", []string{"cursor"}},
 		{"/api/devices/dev-nas/events?device=dev-nas", []string{"device"}},
-		{"/api/devices/dev-nas/traffic?limit=5", []string{"limit"}},
+		{"/api/devices/dev-nas/traffic?limit=0", []string{"limit"}},
 		{"/api/devices/dev-nas/dns?until=soon", []string{"until"}},
 		{"/api/scans?source=&since=x", []string{"since", "source"}},
 		{"/api/groups?cursor=forged", []string{"cursor"}},

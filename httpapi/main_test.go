@@ -62,6 +62,8 @@ type env struct {
 	clock *fakeClock
 	logs  *syncBuffer
 	space *fakeSpace
+	// traffic answers the traffic endpoints (traffic_test.go).
+	traffic *fakeTraffic
 }
 
 func newEnv(t testing.TB, cfg httpapi.Config) *env {
@@ -72,9 +74,10 @@ func newEnv(t testing.TB, cfg httpapi.Config) *env {
 		clock: &fakeClock{t: time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)}, logs: &syncBuffer{},
 		space: &fakeSpace{free: 100 << 30, total: 200 << 30},
 	}
+	e.traffic = &fakeTraffic{inv: inv}
 	h, err := httpapi.New(cfg, httpapi.Deps{
 		Inventory: e.inv, Commander: e.cmd, Auth: e.auth, Ready: e.ready, Space: e.space,
-		Log: zerolog.New(e.logs), Now: e.clock.Now,
+		Log: zerolog.New(e.logs), Now: e.clock.Now, Traffic: e.traffic,
 	})
 	if err != nil {
 		t.Fatalf("New: %v", err)

@@ -15,6 +15,8 @@ import (
 type server struct {
 	cfg   Config
 	inv   Inventory
+	flows Traffic       // optional: nil answers 404 not-recorded
+	notes Notifications // optional: nil answers 404 under /api/notifications
 	cmd   Commander
 	auth  Authenticator
 	ready Readiness
@@ -43,7 +45,7 @@ type route struct {
 // routes lists every method and path of the JSON API. GET routes answer
 // HEAD too. openapi.yaml describes exactly these (a test checks).
 func (s *server) routes() []route {
-	return []route{
+	rs := []route{
 		{http.MethodGet, "/api/livez", accessPublic, s.livez},
 		{http.MethodGet, "/api/readyz", accessPublic, s.readyz},
 		{http.MethodGet, "/api/openapi.json", accessPublic, s.openapi},
@@ -56,9 +58,19 @@ func (s *server) routes() []route {
 		{http.MethodGet, "/api/devices/{id}/events", accessRead, s.deviceEvents},
 		{http.MethodGet, "/api/devices/{id}/traffic", accessRead, s.deviceTraffic},
 		{http.MethodGet, "/api/devices/{id}/dns", accessRead, s.deviceDNS},
+		{http.MethodGet, "/api/traffic", accessRead, s.trafficOverview},
 		{http.MethodGet, "/api/events", accessRead, s.listEvents},
 		{http.MethodGet, "/api/scans", accessRead, s.listScans},
 	}
+	rs = append(rs,
+		route{http.MethodGet, "/api/notifications", accessRead, s.listNotifications},
+		route{http.MethodGet, "/api/notifications/{id}", accessRead, s.getNotification},
+		route{http.MethodPut, "/api/notifications/{id}", accessWrite, s.putNotification},
+		route{http.MethodGet, "/api/notifications/{id}/ledger", accessRead, s.notificationLedger},
+		route{http.MethodPost, "/api/notifications/{id}/test", accessWrite, s.testNotification},
+		route{http.MethodPost, "/api/notifications/{id}/redeliver", accessWrite, s.redeliverNotification},
+	)
+	return rs
 }
 
 // New builds the HTTP handler of the whole server: the JSON API under
@@ -93,6 +105,8 @@ func build(cfg Config, deps Deps) (*server, http.Handler, error) {
 		tokenLim:  newLimiterSet[string](cfg.TokenRate, cfg.TokenBurst),
 		writeLim:  newLimiterSet[string](cfg.WriteRate, cfg.WriteBurst),
 		space:     deps.Space,
+		flows:     deps.Traffic,
+		notes:     deps.Notifications,
 	}
 	for _, o := range cfg.CORSOrigins {
 		s.origins[o] = struct{}{}

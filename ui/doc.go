@@ -1,9 +1,70 @@
-// Package ui will hold jocasta's web interface: server-rendered pages with
-// sign-in sessions, the Tokens and Notifications pages, behind CSRF
-// protection (see STYLE.md §3 and DECISIONS.md "Tokens, users, sessions").
+// Package ui is jocasta's web interface: server-rendered pages behind
+// sign-in sessions, mounted by httpapi at every path outside /api and /mcp
+// (httpapi.Config.UI).
 //
-// It is not built yet; no page is served. cmd/jocasta hands httpapi a nil
-// UI handler, so every path outside /api answers a 404 problem. The import
-// rules for ui are already enforced by cmd/internal/archtest: it may use
-// events and projections types, never store, sources or httpapi.
+// # Overview
+//
+// Pages are html/template files embedded in the binary and parsed once at
+// start-up (render.go); each page has a typed view struct, and is rendered
+// into a buffer before anything is written, so a template failure is a
+// clean 500. The stylesheet and icon are embedded too and served at URLs
+// that carry their content hash, cached for a year. There is no
+// JavaScript: every page reads and works with plain links and forms, so
+// the Content-Security-Policy forbids scripts altogether (CSP below).
+// Colours follow prefers-color-scheme.
+//
+// Routes are all in ui.go (Server.routes) on the standard library's
+// ServeMux, whose method patterns and PathValue do what gorilla/mux does
+// for the API; STYLE.md §13 expects the move to the standard mux anyway.
+//
+// The read side is the projections through the small interfaces in ui.go
+// (Inventory: the same methods the JSON API uses; Accounts: the access
+// read model). Every change goes through Commander (events/command), with
+// the signed-in user's name as the actor; ui never builds an event.
+//
+// # Sessions
+//
+// Sign-in checks the password with access.CheckPassword (argon2id, the
+// same work for an unknown name) after two rate limits: per client address
+// (as httpapi resolved it through server.trusted_proxies) and per account
+// name. Success runs Commander.StartSession, which appends session.started
+// with the SHA-256 of a new secret; the secret goes only to the cookie
+// jocasta_session (HttpOnly, SameSite=Lax, Path=/, Secure per
+// server.auth.cookie_secure, expiring with the session). The access
+// projection keeps sessions, so they survive a restart; it drops a user's
+// sessions when the user is removed or changes password. The idle timeout
+// is judged in memory from the last request of each session (after a
+// restart, from the first request); an idle session is ended
+// (session.ended, reason idle) and sent to sign in. Sign-out appends
+// session.ended (reason sign_out).
+//
+// # Cross-site requests
+//
+// Every request passes Go's http.CrossOriginProtection, which refuses
+// cross-origin POSTs (Sec-Fetch-Site / Origin). Every POST of a signed-in
+// page must also carry the session's form token (a hidden field, an HMAC
+// of the session secret), so a request that slips past the first check
+// still fails. The sign-in and setup forms have no session yet and rely on
+// the first check.
+//
+// # Setup
+//
+// When no account exists, serve creates a Setup with NewSetup and prints
+// /setup?token=<secret> to its log. The secret is kept only in memory,
+// hashed; using it creates the first account (Commander.AddUser) and
+// signs in. It is then spent: a second use, or any use once an account
+// exists, is refused with 410.
+//
+// # CSP
+//
+// default-src 'self'; script-src 'none'; style-src 'self'; img-src 'self'
+// data:; object-src 'none'; base-uri 'none'; form-action 'self';
+// frame-ancestors 'none'. Inline style attributes are therefore refused;
+// the presence timeline is an SVG whose geometry is attributes, coloured
+// by classes.
+//
+// # Not here yet
+//
+// The Traffic, DNS and Notifications pages come with the issues that
+// record flows, DNS lookups and notification destinations.
 package ui

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,10 +15,13 @@ import (
 
 	"github.com/jocasta/jocasta/events"
 	"github.com/jocasta/jocasta/events/command"
+	"github.com/jocasta/jocasta/httpapi"
 	"github.com/jocasta/jocasta/projections"
 	"github.com/jocasta/jocasta/projections/access"
 	"github.com/jocasta/jocasta/projections/inventory"
+	"github.com/jocasta/jocasta/projections/notify"
 	"github.com/jocasta/jocasta/projections/runner"
+	"github.com/jocasta/jocasta/projections/traffic"
 	"github.com/jocasta/jocasta/store"
 )
 
@@ -133,6 +137,10 @@ type core struct {
 	sync   func(ctx context.Context, seq uint64) error
 	access *access.Projection
 	inv    *inventory.Inventory
+
+	// traffic is the flows' read model (projections/traffic).
+	traffic *traffic.Projection
+
 	// projs are every projection, for replay.
 	projs func() []runner.Projection
 	now   func() time.Time
@@ -141,6 +149,14 @@ type core struct {
 	progress func(format string, args ...any)
 	// health is serve's readiness (nil for a command alone).
 	health *health
+	// ui is serve's web interface (nil for a command alone: 404 there).
+	ui http.Handler
+	// rules are the notification rules (projections/notify); notes
+	// answers /api/notifications (cmd/jocasta/notify.go, nil for a
+	// command alone); mcp is the MCP endpoint when server.mcp.enabled.
+	rules *notify.Rules
+	notes httpapi.Notifications
+	mcp   http.Handler
 }
 
 // replayProgressEvery is how often a replay reports how far it got.

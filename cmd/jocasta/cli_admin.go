@@ -92,8 +92,18 @@ func cmdTokenCreate(e *env, args []string) error {
 	if err := wantArgs("token create", pos, 0, ""); err != nil {
 		return err
 	}
-	if name == "" || mode == "" || expires == "" {
-		return usagef("token create needs --name, --mode (read or read_write) and --expires (never, 30d, 90d or 1y)")
+	if name == "" {
+		return usagef("token create needs --name (and may take --mode read or read_write, --expires never, 30d, 90d or 1y)")
+	}
+	// The safe choices unless told otherwise, said on stderr so that
+	// stdout stays the token for scripts.
+	if mode == "" {
+		mode = events.ModeRead
+		fmt.Fprintln(e.stderr, "jocasta: no --mode given: the token is read only (--mode read_write for one that may edit devices)")
+	}
+	if expires == "" {
+		expires = "90d"
+		fmt.Fprintln(e.stderr, "jocasta: no --expires given: the token expires in 90 days (--expires never, 30d, 90d or 1y)")
 	}
 	if mode != events.ModeRead && mode != events.ModeReadWrite {
 		return usagef("--mode %q: want read or read_write", mode)

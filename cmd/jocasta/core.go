@@ -16,8 +16,10 @@ import (
 	"github.com/jocasta/jocasta/cmd/internal/config"
 	"github.com/jocasta/jocasta/projections/access"
 	"github.com/jocasta/jocasta/projections/inventory"
+	"github.com/jocasta/jocasta/projections/notify"
 	"github.com/jocasta/jocasta/projections/oui"
 	"github.com/jocasta/jocasta/projections/runner"
+	"github.com/jocasta/jocasta/projections/traffic"
 	"github.com/jocasta/jocasta/store"
 	"github.com/rs/zerolog"
 )
@@ -33,8 +35,10 @@ const serveLockTimeout = time.Second
 
 // projectionSet builds every projection from the configuration.
 type projectionSet struct {
-	inv    *inventory.Inventory
-	access *access.Projection
+	inv     *inventory.Inventory
+	access  *access.Projection
+	traffic *traffic.Projection
+	rules   *notify.Rules // which changes each notification destination receives
 }
 
 func newProjections(cfg *config.Config, vendors *oui.Registry, now func() time.Time) (*projectionSet, error) {
@@ -46,11 +50,15 @@ func newProjections(cfg *config.Config, vendors *oui.Registry, now func() time.T
 	if err != nil {
 		return nil, err
 	}
-	return &projectionSet{inv: inv, access: access.New(now)}, nil
+	tr, err := newTraffic(cfg, inv)
+	if err != nil {
+		return nil, err
+	}
+	return &projectionSet{inv: inv, access: access.New(now), traffic: tr, rules: notify.NewRules()}, nil
 }
 
 func (p *projectionSet) list() []runner.Projection {
-	return []runner.Projection{p.inv, p.access}
+	return []runner.Projection{p.inv, p.access, p.traffic, p.rules}
 }
 
 // loadVendors loads the MAC vendor registry, logging when the build has
@@ -92,7 +100,7 @@ func openCore(ctx context.Context, cfg *config.Config, log zerolog.Logger, mode 
 		st.Close()
 		return nil, fmt.Errorf("catch up projections: %w", err)
 	}
-	c := &core{st: st, run: run, access: set.access, inv: set.inv, now: now,
+	c := &core{st: st, run: run, access: set.access, inv: set.inv, traffic: set.traffic, rules: set.rules, now: now,
 		sync: func(ctx context.Context, _ uint64) error { return run.CatchUp(ctx) }}
 	c.projs = func() []runner.Projection {
 		fresh, _ := newProjections(cfg, loadVendors(zerolog.Nop()), now)
@@ -172,7 +180,9 @@ func (c *core) api(cfg *config.Config, log zerolog.Logger) (http.Handler, error)
 		ProxyHeader:    cfg.Server.ProxyHeader,
 		CORSOrigins:    cfg.Server.CORS.AllowedOrigins,
 		MCPEnabled:     cfg.Server.MCP.Enabled,
-	}, httpapi.Deps{Inventory: c.inv, Commander: c.commander(), Auth: c.access, Ready: c.readiness(),
+		UI:             c.ui,
+		MCP:            c.mcp,
+	}, httpapi.Deps{Notifications: c.notes, Inventory: c.inv, Traffic: c.traffic, Commander: c.commander(), Auth: c.access, Ready: c.readiness(),
 		Space: newDiskSpace(filepath.Dir(cfg.DBFile())), Log: log, Now: c.now})
 }
 

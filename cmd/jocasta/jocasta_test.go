@@ -41,7 +41,7 @@ func TestUsageAndExitCodes(t *testing.T) {
 		{"unknown", []string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
 		{"bad flag", []string{"token", "list", "--nope"}, exitUsage, "flag provided but not defined"},
 		{"missing arg", []string{"token", "revoke"}, exitUsage, "needs the token ID"},
-		{"create without flags", []string{"token", "create", "--name", "x"}, exitUsage, "--mode"},
+		{"create without a name", []string{"token", "create", "--mode", "read"}, exitUsage, "--name"},
 		{"bad time", []string{"log", "export", "--since", "yesterday"}, exitUsage, "RFC 3339"},
 		{"missing config", []string{"config", "check", "--config", "/nonexistent/j.yaml"}, exitUser, "/nonexistent/j.yaml"},
 		{"bad mode", []string{"token", "create", "--name", "x", "--mode", "admin", "--expires", "30d"}, exitUsage, `--mode "admin": want read or read_write`},

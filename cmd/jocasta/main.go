@@ -52,11 +52,13 @@ commands:
   serve [--config FILE]                  run the service
   init [--output FILE] [--force]         write a commented starter config
   config check | config show             validate / print the effective config (secrets redacted)
-  token create --name N --mode read|read_write --expires never|30d|90d|1y [--json]
+  token create --name N [--mode read|read_write] [--expires never|30d|90d|1y] [--json]
   token list [--json] | token revoke ID
   user add NAME [--password-stdin] | user passwd NAME [--password-stdin]
   user list [--json] | user remove NAME
   log verify [--json] | log tail [--from SEQ] | log export [--since T] [--until T]
+  notify list [--json] | notify set NAME KINDS@SCOPE... | notify test NAME
+  notify ledger NAME [--state S] [--limit N] [--json] | notify redeliver NAME ID|--all NAME
   replay [--until T] --output FILE       rebuild every projection into a fresh database
   backup --output FILE [--force]         a verified copy of the database, also while serve runs
   restore FILE [--force]                 put a verified backup in place of the database (serve stopped)
@@ -127,6 +129,8 @@ func dispatch(e *env, args []string) error {
 		return sub(e, "user", rest, map[string]func(*env, []string) error{"add": cmdUserAdd, "passwd": cmdUserPasswd, "list": cmdUserList, "remove": cmdUserRemove})
 	case "log":
 		return sub(e, "log", rest, map[string]func(*env, []string) error{"verify": cmdLogVerify, "tail": cmdLogTail, "export": cmdLogExport})
+	case "notify":
+		return cmdNotify(e, rest)
 	case "replay":
 		return cmdReplay(e, rest)
 	case "backup":

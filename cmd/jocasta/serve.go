@@ -20,6 +20,7 @@ import (
 	"github.com/jocasta/jocasta/projections/runner"
 	"github.com/jocasta/jocasta/sources/builtin"
 	"github.com/jocasta/jocasta/sources/scheduler"
+	"github.com/jocasta/jocasta/ui"
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 )
@@ -110,9 +111,6 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 	if err != nil {
 		return err
 	}
-	for _, w := range notificationsNotSent(cfg) {
-		log.Warn().Msg(w)
-	}
 	now := time.Now
 	vendors := loadVendors(log)
 	set, err := newProjections(cfg, vendors, now)
@@ -127,7 +125,7 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 		st.Close()
 		return err
 	}
-	c := &core{st: st, run: run, access: set.access, inv: set.inv, now: now, sync: run.WaitFor}
+	c := &core{st: st, run: run, access: set.access, inv: set.inv, traffic: set.traffic, rules: set.rules, now: now, sync: run.WaitFor}
 	c.health = &health{caughtUp: run, st: st}
 	rlog := log.With().Str("component", "replay").Logger()
 	c.progress = func(format string, args ...any) { rlog.Info().Msgf(format, args...) }
@@ -136,6 +134,17 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 		return fresh.list()
 	}
 
+	web, setupSecret, err := c.webUI(cfg, log)
+	if err != nil {
+		st.Close()
+		return err
+	}
+	c.ui = web
+	disp, err := c.startNotifications(cfg, log)
+	if err != nil {
+		st.Close()
+		return err
+	}
 	api, err := c.api(cfg, log)
 	if err != nil {
 		st.Close()
@@ -171,11 +180,13 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 	g.Go(func() error {
 		for range bell {
 			run.Notify()
+			disp.Notify()
 			clock.Poke()
 		}
 		return nil
 	})
 	g.Go(func() error { return clock.Run(gctx) })
+	g.Go(func() error { return disp.Run(gctx) })
 	g.Go(func() error { return watchStore(gctx, st, log) })
 	verifyFirst := time.Minute
 	if hooks != nil && hooks.verifyFirst > 0 {
@@ -234,6 +245,14 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 		return nil
 	})
 	g.Go(control.Serve)
+	g.Go(func() error {
+		// The setup link, once the accounts are known: only when none exists.
+		if run.WaitFor(gctx, headAtStart) == nil && !set.access.HasUsers() {
+			log.Warn().Str("setup_link", "http://"+ln.Addr().String()+"/setup?token="+setupSecret).
+				Msg("no web sign-in account exists: open this one-time link to create the first one (or run jocasta user add)")
+		}
+		return nil
+	})
 	// The stopper: when the context ends (signal) or any part fails, shut
 	// everything down within the budget.
 	g.Go(func() error {
@@ -258,4 +277,35 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 	}
 	log.Info().Msg("stopped")
 	return nil
+}
+
+// webUI builds the web interface over the core's read models and write
+// side, with a one-time setup link whose secret it returns (serve prints
+// the link once the projections show that no account exists).
+func (c *core) webUI(cfg *config.Config, log zerolog.Logger) (http.Handler, string, error) {
+	loc := time.Local
+	if cfg.Location.Timezone != "" {
+		l, err := time.LoadLocation(cfg.Location.Timezone)
+		if err != nil {
+			return nil, "", fmt.Errorf("location.timezone: %w", err)
+		}
+		loc = l
+	}
+	settings, err := cfg.Redacted().YAML()
+	if err != nil {
+		return nil, "", fmt.Errorf("ui: effective config: %w", err)
+	}
+	setup, secret := ui.NewSetup()
+	h, err := ui.New(ui.Config{
+		SessionLifetime: time.Duration(cfg.Server.Auth.SessionLifetime),
+		IdleTimeout:     time.Duration(cfg.Server.Auth.IdleTimeout),
+		CookieSecure:    cfg.Server.Auth.CookieSecure,
+		Location:        loc,
+		Settings:        string(settings),
+	}, ui.Deps{Inventory: c.inv, Accounts: c.access, Commander: c.commander(), Setup: setup,
+		Log: log.With().Str("component", "ui").Logger(), Now: c.now})
+	if err != nil {
+		return nil, "", err
+	}
+	return h, secret, nil
 }

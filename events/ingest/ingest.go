@@ -207,6 +207,8 @@ func RunEvent(run sources.Run) (events.Envelope, error) {
 		return SweepEvent(r, source)
 	case *sources.PortScan:
 		return PortScanEvent(r, source)
+	case *sources.FlowWindow:
+		return FlowEvent(r, source)
 	case *sources.HostRead:
 		e, _, err := PluginReadEvent(r, run.Instance.Kind, source, nil)
 		return e, err

@@ -73,6 +73,8 @@ type Projection struct {
 	// hashing admits one password verification at a time (each one
 	// allocates argon2's memory, 64 MiB by default).
 	hashing chan struct{}
+
+	sessions sessionSet // web sign-in sessions (sessions.go)
 }
 
 // New returns an empty projection. now is the clock that expiry and
@@ -99,7 +101,7 @@ func (p *Projection) Name() string { return "access" }
 func (p *Projection) Version() int { return 1 }
 
 // Buckets are the buckets Apply writes.
-func (p *Projection) Buckets() []string { return []string{BucketTokens, BucketUsers} }
+func (p *Projection) Buckets() []string { return []string{BucketTokens, BucketUsers, BucketSessions} }
 
 // Apply folds one event into the buckets in tx and, once tx commits, into
 // memory. Kinds other than the token and account kinds are ignored. It is
@@ -111,7 +113,12 @@ func (p *Projection) Apply(tx *bolt.Tx, ev events.Envelope) error {
 	case events.KindTokenRevoked:
 		return p.applyTokenRevoked(tx, ev)
 	case events.KindUserAdded, events.KindUserPasswordChanged, events.KindUserRemoved:
-		return p.applyUser(tx, ev)
+		if err := p.applyUser(tx, ev); err != nil {
+			return err
+		}
+		return p.endUserSessions(tx, ev)
+	case events.KindSessionStarted, events.KindSessionEnded:
+		return p.applySession(tx, ev)
 	}
 	return nil
 }
@@ -283,6 +290,9 @@ func (p *Projection) Load(tx *bolt.Tx) error {
 		if err != nil {
 			return err
 		}
+	}
+	if err := p.loadSessions(tx); err != nil {
+		return err
 	}
 	p.mu.Lock()
 	p.tokens, p.byHash, p.users = tokens, byHash, users

@@ -18,7 +18,7 @@ func TestProjectionIdentity(t *testing.T) {
 	if p.Name() != "access" || p.Version() != 1 {
 		t.Errorf("Name, Version = %q, %d", p.Name(), p.Version())
 	}
-	if diff := cmp.Diff([]string{BucketTokens, BucketUsers}, p.Buckets()); diff != "" {
+	if diff := cmp.Diff([]string{BucketTokens, BucketUsers, BucketSessions}, p.Buckets()); diff != "" {
 		t.Errorf("Buckets (-want +got):\n%s", diff)
 	}
 }

@@ -355,6 +355,8 @@ func (i *Inventory) Prepare(ev events.Envelope) (any, error) {
 		p = &events.ScanFailed{}
 	case events.KindPluginRead:
 		p = &events.PluginRead{}
+	case events.KindTrafficRecorded:
+		p = &trafficHeader{}
 	default:
 		return nil, nil
 	}
@@ -405,6 +407,9 @@ func (i *Inventory) ApplyPrepared(tx *bolt.Tx, ev events.Envelope, prepared any)
 		}
 	case *readPrep:
 		err = i.applyRead(em, p)
+	case *trafficHeader:
+		k, v := flowScanRow(ev, p)
+		err = em.put(bucketScans, k, v)
 	default:
 		err = fmt.Errorf("prepared payload of type %T", prepared)
 	}

@@ -110,8 +110,8 @@ func check(from, to string) string {
 			return "httpapi uses projections for types, not the runner"
 		}
 	case under(from, "ui"):
-		if to != "events" && !under(to, "projections") && !under(to, "ui") {
-			return "ui imports events and projections (types) only"
+		if to != "events" && !under(to, "projections") && !under(to, "ui") && to != "events/command" {
+			return "ui imports events, projections (types) and the write side's command types only"
 		}
 	}
 	return ""
@@ -126,6 +126,9 @@ func TestImportRules(t *testing.T) {
 		for _, imp := range p.Imports {
 			if strings.HasPrefix(imp, "github.com/ThreeDotsLabs/watermill") && from != "events/bus" {
 				t.Errorf("%s imports %s: only events/bus may import watermill", from, imp)
+			}
+			if strings.HasPrefix(imp, "github.com/modelcontextprotocol/") && from != "httpapi/mcp" {
+				t.Errorf("%s imports %s: only httpapi/mcp may import the MCP SDK", from, imp)
 			}
 			to, ok := rel(imp)
 			if !ok {

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/jocasta/jocasta/events"
+	"github.com/jocasta/jocasta/events/command"
+	"github.com/jocasta/jocasta/projections"
+	"github.com/jocasta/jocasta/projections/notify"
+	"github.com/rs/zerolog"
+)
+
+// cmdNotify runs `jocasta notify list|set|test|ledger|redeliver`.
+func cmdNotify(e *env, args []string) error {
+	return sub(e, "notify", args, map[string]func(*env, []string) error{
+		"list": cmdNotifyList, "set": cmdNotifySet, "test": cmdNotifyTest, "ledger": cmdNotifyLedger, "redeliver": cmdNotifyRedeliver,
+	})
+}
+
+// withNotifications opens the database (serve must not run: the control
+// socket has no notification operations; while it runs, the API does
+// the same under /api/notifications) and gives the notifications as the
+// API sees them, with the CLI as source.
+func withNotifications(e *env, cfgPath string, f func(n *notifications) error) error {
+	cfg, _, err := loadConfig(e, cfgPath)
+	if err != nil {
+		return err
+	}
+	if _, ok := dialControl(cfg.SocketPath(), dbFileAbs(cfg)); ok {
+		return userErrorf("jocasta serve runs on %s: while it does, use the API (GET/PUT /api/notifications/<name>, POST .../test, .../redeliver) or the web interface's Notifications page", cfg.DBFile())
+	}
+	c, err := openCore(e.ctx, cfg, zerolog.Nop(), openExisting)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	disp, err := c.newDispatcher(cfg, nil)
+	if err != nil {
+		return userErrorf("%v", err)
+	}
+	return f(&notifications{d: disp, rules: c.rules, cmd: c.commander(), source: "cli"})
+}
+
+func notFound(name string, err error) error {
+	if errors.Is(err, projections.ErrNotFound) {
+		return userErrorf("no destination notify.%s in the configuration (see jocasta notify list)", name)
+	}
+	return err
+}
+
+func cmdNotifyList(e *env, args []string) error {
+	var cfgPath string
+	var asJSON bool
+	fs := newFlags("notify list", &cfgPath)
+	fs.BoolVar(&asJSON, "json", false, "JSON output")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs("notify list", pos, 0, ""); err != nil {
+		return err
+	}
+	return withNotifications(e, cfgPath, func(n *notifications) error {
+		views, err := n.Destinations(e.ctx)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return printJSON(e.stdout, views)
+		}
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tCHANNEL\tENABLED\tTARGET\tPENDING\tSENT\tFILTERED\tDEAD\tRULES")
+		for _, v := range views {
+			target := "(secret)"
+			if v.Target != nil {
+				target = *v.Target
+			}
+			rules := fmtRules(v.Rules)
+			if v.Default {
+				rules += " (default)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%d\t%d\t%d\t%d\t%s\n", v.Name, v.Channel, v.Enabled, target,
+				v.Ledger.Pending, v.Ledger.Sent, v.Ledger.Filtered, v.Ledger.Dead, rules)
+		}
+		return tw.Flush()
+	})
+}
+
+// fmtRules writes rules the way `notify set` reads them.
+func fmtRules(rules []notify.Rule) string {
+	if len(rules) == 0 {
+		return "(nothing)"
+	}
+	parts := make([]string, len(rules))
+	for i, r := range rules {
+		scope := r.Scope
+		switch r.Scope {
+		case events.ScopeGroup:
+			scope += "=" + r.Group
+		case events.ScopeNetwork:
+			scope += "=" + r.Network
+		}
+		parts[i] = strings.Join(r.Kinds, ",") + "@" + scope
+	}
+	return strings.Join(parts, " ")
+}
+
+// parseRule reads KINDS@SCOPE: kinds comma-separated, scope all, watched,
+// group=NAME or network=CIDR.
+func parseRule(s string) (events.NotifyRule, error) {
+	kinds, scope, ok := strings.Cut(s, "@")
+	if !ok || kinds == "" || scope == "" {
+		return events.NotifyRule{}, usagef("rule %q: want KINDS@SCOPE, e.g. device.discovered,device.offline@all or device.online@group=cameras", s)
+	}
+	r := events.NotifyRule{Kinds: strings.Split(kinds, ",")}
+	name, val, hasVal := strings.Cut(scope, "=")
+	r.Scope = name
+	switch {
+	case name == events.ScopeGroup && hasVal:
+		r.Group = val
+	case name == events.ScopeNetwork && hasVal:
+		r.Network = val
+		if p, err := netip.ParsePrefix(val); err == nil && p.Masked() == p {
+			r.Network = p.String()
+		}
+	case hasVal:
+		return events.NotifyRule{}, usagef("rule %q: only group=NAME and network=CIDR take a value", s)
+	}
+	return r, nil
+}
+
+func cmdNotifySet(e *env, args []string) error {
+	var cfgPath string
+	var none bool
+	fs := newFlags("notify set", &cfgPath)
+	fs.BoolVar(&none, "none", false, "send nothing to the destination")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) < 1 || (len(pos) == 1 && !none) || (len(pos) > 1 && none) {
+		return usagef("notify set NAME KINDS@SCOPE... (or --none); scopes: all, watched, group=NAME, network=CIDR")
+	}
+	name := pos[0]
+	rules := []events.NotifyRule{}
+	for _, s := range pos[1:] {
+		r, err := parseRule(s)
+		if err != nil {
+			return err
+		}
+		rules = append(rules, r)
+	}
+	return withNotifications(e, cfgPath, func(n *notifications) error {
+		v, err := n.SetRules(e.ctx, actor(), name, rules)
+		var inv *command.Invalid
+		if errors.As(err, &inv) {
+			return userErrorf("%v", inv)
+		}
+		if err != nil {
+			return notFound(name, err)
+		}
+		fmt.Fprintf(e.stdout, "notify.%s now receives: %s\n", name, fmtRules(v.Rules))
+		return nil
+	})
+}
+
+func cmdNotifyTest(e *env, args []string) error {
+	var cfgPath string
+	fs := newFlags("notify test", &cfgPath)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs("notify test", pos, 1, "NAME"); err != nil {
+		return err
+	}
+	return withNotifications(e, cfgPath, func(n *notifications) error {
+		a, err := n.Test(e.ctx, pos[0])
+		if err != nil {
+			return notFound(pos[0], err)
+		}
+		if a.Error != "" {
+			return userErrorf("notify.%s: test failed after %.0f ms: %s", pos[0], a.LatencyMS, a.Error)
+		}
+		fmt.Fprintf(e.stdout, "notify.%s: test sent, answered %d in %.0f ms\n", pos[0], a.Status, a.LatencyMS)
+		return nil
+	})
+}
+
+func cmdNotifyLedger(e *env, args []string) error {
+	var cfgPath, state string
+	var limit int
+	var asJSON bool
+	fs := newFlags("notify ledger", &cfgPath)
+	fs.StringVar(&state, "state", "", "only pending, sent, filtered or dead records")
+	fs.IntVar(&limit, "limit", 50, "most records, newest first (1 to 1000)")
+	fs.BoolVar(&asJSON, "json", false, "JSON output")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs("notify ledger", pos, 1, "NAME"); err != nil {
+		return err
+	}
+	switch state {
+	case "", notify.StatePending, notify.StateSent, notify.StateFiltered, notify.StateDead:
+	default:
+		return usagef("--state %q: want pending, sent, filtered or dead", state)
+	}
+	if limit < 1 || limit > 1000 {
+		return usagef("--limit %d: want 1 to 1000", limit)
+	}
+	return withNotifications(e, cfgPath, func(n *notifications) error {
+		page, err := n.Ledger(e.ctx, pos[0], notify.LedgerFilter{State: state, Limit: limit})
+		if err != nil {
+			return notFound(pos[0], err)
+		}
+		if asJSON {
+			return printJSON(e.stdout, page.Items)
+		}
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tTIME\tKIND\tSTATE\tATTEMPTS\tLAST")
+		for _, r := range page.Items {
+			last := r.Reason
+			if k := len(r.Attempts); k > 0 {
+				a := r.Attempts[k-1]
+				last = fmt.Sprintf("%d %.0fms %s", a.Status, a.LatencyMS, a.Error)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.ID, r.Entry.Time.UTC().Format("2006-01-02T15:04:05Z"), r.Entry.Kind, r.State, len(r.Attempts), strings.TrimSpace(last))
+		}
+		return tw.Flush()
+	})
+}
+
+func cmdNotifyRedeliver(e *env, args []string) error {
+	var cfgPath string
+	var all bool
+	fs := newFlags("notify redeliver", &cfgPath)
+	fs.BoolVar(&all, "all", false, "every dead record of the destination")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 && !(all && len(pos) == 1) {
+		return usagef("notify redeliver NAME ID, or notify redeliver --all NAME")
+	}
+	id := ""
+	if len(pos) == 2 {
+		id = pos[1]
+	}
+	return withNotifications(e, cfgPath, func(n *notifications) error {
+		k, err := n.Redeliver(e.ctx, pos[0], id)
+		switch {
+		case errors.Is(err, notify.ErrNotDead):
+			return userErrorf("record %s of notify.%s is not dead: only dead records are re-delivered", id, pos[0])
+		case errors.Is(err, projections.ErrNotFound) && id != "":
+			if _, derr := n.dest(pos[0]); derr == nil {
+				return userErrorf("notify.%s has no ledger record %s (see jocasta notify ledger %s --state dead)", pos[0], id, pos[0])
+			}
+			return notFound(pos[0], err)
+		case err != nil:
+			return notFound(pos[0], err)
+		}
+		fmt.Fprintf(e.stdout, "notify.%s: %d record(s) queued; serve delivers them when it runs\n", pos[0], k)
+		return nil
+	})
+}

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jocasta/jocasta/projections"
+)
+
+// A first token needs only a name: read only, 90 days, and the command
+// says what it chose (on stderr: stdout stays the token).
+func TestTokenCreateDefaults(t *testing.T) {
+	cfg := writeConfig(t, t.TempDir(), noSweeps)
+	code, out, stderr := cli(t, "", "token", "create", "--config", cfg, "--name", "first")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !tokenRE.MatchString(lastLine(out)) {
+		t.Fatalf("last line of stdout is not the token: %q", out)
+	}
+	if !strings.Contains(stderr, "read only") || !strings.Contains(stderr, "90 days") {
+		t.Errorf("the choices are not said: %q", stderr)
+	}
+	_, out, _ = cli(t, "", "token", "list", "--config", cfg, "--json")
+	var toks []projections.Token
+	if json.Unmarshal([]byte(out), &toks) != nil || len(toks) != 1 {
+		t.Fatalf("token list: %q", out)
+	}
+	tok := toks[0]
+	if tok.Mode != "read" || tok.ExpiresAt == nil || time.Until(*tok.ExpiresAt) < 89*24*time.Hour || time.Until(*tok.ExpiresAt) > 91*24*time.Hour {
+		t.Errorf("token %+v", tok)
+	}
+	if code, _, stderr := cli(t, "", "token", "create", "--config", cfg); code != exitUsage || !strings.Contains(stderr, "--name") {
+		t.Errorf("without a name: %d %q", code, stderr)
+	}
+}

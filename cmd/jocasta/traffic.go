@@ -1,0 +1,30 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+
+	"github.com/jocasta/jocasta/cmd/internal/config"
+	"github.com/jocasta/jocasta/projections/inventory"
+	"github.com/jocasta/jocasta/projections/traffic"
+)
+
+// countries is the embedded IP → country database, loaded once per
+// process (it is 5 MB once unpacked; replays build fresh projections).
+var countries = sync.OnceValues(func() (*traffic.Countries, error) { return traffic.LoadCountries("") })
+
+// newTraffic builds the traffic projection over the inventory's address
+// history, with peers' countries and location.country as home.
+func newTraffic(cfg *config.Config, inv *inventory.Inventory) (*traffic.Projection, error) {
+	c, err := countries()
+	if err != nil {
+		level := slog.LevelWarn
+		if !errors.Is(err, traffic.ErrNoCountryData) {
+			level = slog.LevelError
+		}
+		slog.Default().Log(context.Background(), level, "IP → country database unavailable; traffic peers will show no country (build with make to embed it)", "err", err)
+	}
+	return traffic.New(traffic.Options{Addresses: inv, Countries: c, Home: cfg.Location.Country})
+}

@@ -1,0 +1,40 @@
+package ingest
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/jocasta/jocasta/events"
+	"github.com/jocasta/jocasta/sources"
+)
+
+func TestFlowWindowEvent(t *testing.T) {
+	at := time.Date(2026, 3, 1, 10, 1, 0, 0, time.FixedZone("x", 3600))
+	w := &sources.FlowWindow{
+		ScanID: "flowlistener:gw@1", Started: at.Add(-time.Minute), Finished: at, Complete: true, Listen: "[::]:2055", First: true,
+		Datagrams: 2, Flows: 3, Drops: map[string]uint64{"not_exporter": 4},
+		Exporters: []sources.FlowExporter{{Addr: netip.MustParseAddr("192.0.2.1"), Versions: []int{9}, Sampling: 1}},
+		Rows: []sources.FlowRow{
+			{Src: netip.MustParseAddr("192.0.2.10"), Dst: netip.MustParseAddr("2001:db8::1"), Proto: 6, Port: 443, Bytes: 10, Packets: 1, Flows: 1},
+			{}, // no addresses: skipped
+		},
+	}
+	e, err := RunEvent(sources.Run{Instance: sources.Instance{Source: "flowlistener:gw", Kind: "flowlistener"}, Result: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Kind != events.KindTrafficRecorded || e.Source != "flowlistener:gw" || e.Stream != "scan/flowlistener:gw@1" || !e.Time.Equal(at) {
+		t.Fatalf("envelope %+v", e)
+	}
+	var p events.TrafficRecorded
+	if err := events.DecodeInto(e, &p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Rows) != 1 || p.Rows[0].Dst != "2001:db8::1" || p.Rows[0].Port != 443 || !p.First || p.Drops["not_exporter"] != 4 || p.Exporters[0].Addr != "192.0.2.1" {
+		t.Fatalf("payload %+v", p)
+	}
+	if p.Started.Location() != time.UTC {
+		t.Fatal("times not in UTC")
+	}
+}

@@ -1,0 +1,27 @@
+// Package mcp is jocasta's Model Context Protocol endpoint: an MCP server
+// over Streamable HTTP (the official SDK, github.com/modelcontextprotocol/go-sdk)
+// whose tools read the inventory and, for read_write tokens, edit it.
+//
+// # Overview
+//
+// [Handler] returns the http.Handler that httpapi mounts at /mcp behind
+// its token authentication (httpapi.Config.MCP): a request without a
+// valid API token never reaches it (401). The principal the router put
+// in the request context becomes the SDK's token info, so a session is
+// bound to the token that opened it and every tool call knows who asks.
+//
+// Read tools: search_devices, get_device, change_log, list_scans,
+// inventory_stats. Write tools (read_write tokens only; a read token gets
+// a tool error): edit_device, watch_device. Writes go through the write
+// side (httpapi.Commander, events/command) with the token as actor, as
+// the JSON API's do, so each is an event whose actor names the token.
+//
+// Tool errors (bad arguments, an unknown device, a read token on a write
+// tool) are results with isError set and a sentence that says what to
+// change, never a protocol error.
+//
+// # Caveats
+//
+// Traffic, DNS and past-inventory tools are not offered: this build's
+// JSON API has no answers for them yet.
+package mcp

@@ -1,0 +1,632 @@
+package notify
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/jocasta/jocasta/projections"
+)
+
+// Feed is the inventory as the dispatcher reads it
+// (projections/inventory.Inventory).
+type Feed interface {
+	ChangesAfter(ctx context.Context, after uint64, limit int) ([]projections.ChangeEntry, uint64, error)
+	Device(ctx context.Context, id string) (projections.Device, error)
+}
+
+// RuleSource gives a destination's rules (the Rules projection).
+type RuleSource interface {
+	RuleSet(destination string) (RuleSet, bool)
+}
+
+// Defaults of Options.
+const (
+	DefaultRetryFor     = 24 * time.Hour
+	DefaultBackoffMin   = 5 * time.Second
+	DefaultBackoffMax   = 30 * time.Minute
+	DefaultDigestOver   = 20
+	DefaultDigestWindow = time.Minute
+	DefaultDigestWait   = 3 * time.Second
+	DefaultPoll         = time.Second
+	DefaultKeep         = 10000
+)
+
+// Options configures a Dispatcher. DB, Head, WaitFor, Feed and Rules are
+// required.
+type Options struct {
+	// DB is the database file (store.DB()); the dispatcher keeps its
+	// buckets there.
+	DB *bolt.DB
+	// Head is the seq of the last event in the log (store.Head).
+	Head func() uint64
+	// WaitFor returns once the projections have applied seq
+	// (runner.WaitFor).
+	WaitFor func(ctx context.Context, seq uint64) error
+	Feed    Feed
+	Rules   RuleSource
+	// Destinations are the configured destinations; disabled ones
+	// are listed but never sent to.
+	Destinations []Destination
+	// Client sends the requests; default a client that follows no
+	// redirect (a 3xx is an answer, given up like a 4xx).
+	Client *http.Client
+	// LinkBase, when set, is the web interface's URL: push messages
+	// link to the device there.
+	LinkBase string
+	Log      *slog.Logger
+	Now      func() time.Time
+
+	// RetryFor is how long a failing change is retried (24h);
+	// BackoffMin and BackoffMax bound the exponential backoff.
+	RetryFor, BackoffMin, BackoffMax time.Duration
+	// A push or http destination gets one digest instead of single
+	// messages once more than DigestOver changes arrive within
+	// DigestWindow; a digest waits DigestWait for more changes of the burst.
+	DigestOver               int
+	DigestWindow, DigestWait time.Duration
+	// Poll is how often the log is looked at without a doorbell.
+	Poll time.Duration
+	// Keep is how many sent and filtered records a destination's ledger
+	// keeps (the oldest go first); pending and dead ones are always kept.
+	Keep int
+}
+
+func (o *Options) setDefaults() {
+	set := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	set(&o.RetryFor, DefaultRetryFor)
+	set(&o.BackoffMin, DefaultBackoffMin)
+	set(&o.BackoffMax, DefaultBackoffMax)
+	set(&o.DigestWindow, DefaultDigestWindow)
+	set(&o.DigestWait, DefaultDigestWait)
+	set(&o.Poll, DefaultPoll)
+	if o.DigestOver <= 0 {
+		o.DigestOver = DefaultDigestOver
+	}
+	if o.Keep <= 0 {
+		o.Keep = DefaultKeep
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+}
+
+// Dispatcher is the notification reactor: it follows the change feed
+// from its own checkpoint, records each change's decision for every
+// destination in the ledger, and delivers the selected ones.
+type Dispatcher struct {
+	o      Options
+	dests  []*Destination
+	byName map[string]*Destination
+	bell   chan struct{}
+
+	mu      sync.Mutex
+	senders map[string]chan struct{} // wakes a destination's sender
+
+	decided int // batches decided, to trim the ledgers now and then
+}
+
+// New checks the options and the destinations.
+func New(o Options) (*Dispatcher, error) {
+	if o.DB == nil || o.Head == nil || o.WaitFor == nil || o.Feed == nil || o.Rules == nil {
+		return nil, errors.New("notify: DB, Head, WaitFor, Feed and Rules are required")
+	}
+	o.setDefaults()
+	d := &Dispatcher{o: o, byName: map[string]*Destination{}, bell: make(chan struct{}, 1), senders: map[string]chan struct{}{}}
+	var errs []error
+	for _, dest := range o.Destinations {
+		dest := dest
+		if err := dest.prepare(); err != nil {
+			if dest.Enabled {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		d.dests = append(d.dests, &dest)
+		d.byName[dest.Name] = &dest
+	}
+	slices.SortFunc(d.dests, func(a, b *Destination) int { return cmpString(a.Name, b.Name) })
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Destinations lists the configured destinations by name.
+func (d *Dispatcher) Destinations() []*Destination { return d.dests }
+
+// Destination returns the destination called name.
+func (d *Dispatcher) Destination(name string) (*Destination, bool) {
+	x, ok := d.byName[name]
+	return x, ok
+}
+
+// DB is the database the ledger is in.
+func (d *Dispatcher) DB() *bolt.DB { return d.o.DB }
+
+// Notify rings the doorbell: the log may have moved. It never blocks.
+func (d *Dispatcher) Notify() {
+	select {
+	case d.bell <- struct{}{}:
+	default:
+	}
+}
+
+func (d *Dispatcher) wake(name string) {
+	d.mu.Lock()
+	ch := d.senders[name]
+	d.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Redeliver re-queues destination's dead records (see the package
+// function) and wakes its sender.
+func (d *Dispatcher) Redeliver(destination, id string) (int, error) {
+	if _, ok := d.byName[destination]; !ok {
+		return 0, fmt.Errorf("notify: %q: %w", destination, errNoDestination)
+	}
+	n, err := Redeliver(d.o.DB, destination, id, d.o.Now())
+	if err == nil {
+		d.wake(destination)
+	}
+	return n, err
+}
+
+// Run follows the feed and delivers until ctx ends. On its first run
+// (no checkpoint) it starts at the log's head: changes from before are
+// never sent.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	var cp uint64
+	err := d.o.DB.Update(func(tx *bolt.Tx) error {
+		if err := createBuckets(tx); err != nil {
+			return err
+		}
+		var ok bool
+		if cp, ok = checkpointOf(tx); !ok {
+			cp = d.o.Head()
+			return putCheckpoint(tx, cp)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("notify: start: %w", err)
+	}
+	d.o.Log.Info("notifications: dispatcher started", "checkpoint", cp, "destinations", len(d.dests))
+	g, gctx := errgroup.WithContext(ctx)
+	for _, dest := range d.dests {
+		if !dest.Enabled {
+			continue
+		}
+		ch := make(chan struct{}, 1)
+		d.mu.Lock()
+		d.senders[dest.Name] = ch
+		d.mu.Unlock()
+		s := &sender{d: d, dest: dest, wake: ch}
+		g.Go(func() error { return s.run(gctx) })
+	}
+	g.Go(func() error { return d.follow(gctx, cp) })
+	err = g.Wait()
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// follow decides every change after cp, batch by batch.
+func (d *Dispatcher) follow(ctx context.Context, cp uint64) error {
+	t := time.NewTimer(d.o.Poll)
+	defer t.Stop()
+	for {
+		head := d.o.Head()
+		if head > cp {
+			if err := d.o.WaitFor(ctx, head); err != nil {
+				return err
+			}
+			for cp < head {
+				next, err := d.decideBatch(ctx, cp, head)
+				if err != nil {
+					return err
+				}
+				cp = next
+			}
+		}
+		t.Reset(d.o.Poll)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-d.bell:
+		case <-t.C:
+		}
+	}
+}
+
+// decideBatch decides the changes after cp (up to about 1000) and moves
+// the checkpoint past them in the same transaction as their ledger
+// records: a crash before the commit decides them again, never skips.
+func (d *Dispatcher) decideBatch(ctx context.Context, cp, head uint64) (uint64, error) {
+	entries, next, err := d.o.Feed.ChangesAfter(ctx, cp, 1000)
+	if err != nil {
+		return cp, err
+	}
+	if len(entries) < 1000 { // everything committed was read
+		next = max(next, head)
+	}
+	devices := map[string]*projections.Device{}
+	for _, e := range entries {
+		if _, seen := devices[e.DeviceID]; seen || e.DeviceID == "" {
+			continue
+		}
+		dev, err := d.o.Feed.Device(ctx, e.DeviceID)
+		switch {
+		case errors.Is(err, projections.ErrNotFound):
+			devices[e.DeviceID] = nil
+		case err != nil:
+			return cp, err
+		default:
+			devices[e.DeviceID] = &dev
+		}
+	}
+	now := d.o.Now().UTC()
+	woke := map[string]bool{}
+	err = d.o.DB.Update(func(tx *bolt.Tx) error {
+		var pos uint32
+		for i, e := range entries {
+			if i > 0 && entries[i-1].Seq == e.Seq {
+				pos++
+			} else {
+				pos = 0
+			}
+			key := changeKey(e.Seq, pos)
+			for _, dest := range d.dests {
+				if !dest.Enabled {
+					continue
+				}
+				rs, _ := d.o.Rules.RuleSet(dest.Name)
+				r := &Record{ID: e.ID, Entry: e, Queued: now, Attempts: []Attempt{}}
+				if ok, why := Decide(rs.Rules, e, devices[e.DeviceID]); ok {
+					r.State, r.NextAttempt = StatePending, &now
+					woke[dest.Name] = true
+				} else {
+					r.State, r.Reason = StateFiltered, why
+				}
+				if err := putRecord(tx, dest.Name, key, r); err != nil {
+					return err
+				}
+			}
+		}
+		if d.decided++; d.decided%64 == 0 {
+			for _, dest := range d.dests {
+				if err := d.trim(tx, dest.Name); err != nil {
+					return err
+				}
+			}
+		}
+		return putCheckpoint(tx, next)
+	})
+	if err != nil {
+		return cp, fmt.Errorf("notify: record decisions after seq %d: %w", cp, err)
+	}
+	for name := range woke {
+		d.wake(name)
+	}
+	return next, nil
+}
+
+// Test sends a test message to destination now, outside the ledger, and
+// returns the attempt.
+func (d *Dispatcher) Test(ctx context.Context, destination string) (Attempt, error) {
+	dest, ok := d.byName[destination]
+	if !ok {
+		return Attempt{}, fmt.Errorf("notify: %q: %w", destination, errNoDestination)
+	}
+	now := d.o.Now().UTC()
+	e := projections.ChangeEntry{ID: fmt.Sprintf("test-%d", now.UnixNano()), Time: now, Kind: "notify.test",
+		Source: "notify", Summary: "jocasta test message: notify." + destination + " works"}
+	res := dest.send(ctx, d.o.Client, message{entry: e}, d.o.LinkBase, now)
+	return Attempt{Time: now, Status: res.status, LatencyMS: ms(res.latency), Error: res.err}, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// sender delivers one destination's outbox.
+type sender struct {
+	d      *Dispatcher
+	dest   *Destination
+	wake   chan struct{}
+	recent []time.Time // when the changes sent lately were queued
+}
+
+type due struct {
+	key []byte
+	r   Record
+}
+
+// run delivers due records in log order until ctx ends.
+func (s *sender) run(ctx context.Context) error {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.wake:
+		case <-t.C:
+		}
+		wait, err := s.round(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			s.d.o.Log.Error("notifications: delivery round failed", "destination", s.dest.Name, "err", err)
+			wait = s.d.o.Poll
+		}
+		if !t.Stop() {
+			select {
+			case <-t.C:
+			default:
+			}
+		}
+		t.Reset(wait)
+	}
+}
+
+// round sends what is due and says how long to wait for the next.
+func (s *sender) round(ctx context.Context) (time.Duration, error) {
+	for {
+		now := s.d.o.Now()
+		batch, nextDue, err := s.due(now, 1000)
+		if err != nil {
+			return 0, err
+		}
+		if len(batch) == 0 {
+			if nextDue.IsZero() {
+				return time.Hour, nil
+			}
+			return max(time.Millisecond, nextDue.Sub(now)), nil
+		}
+		if s.dest.Channel() != ChannelWebhook && s.burst(now, len(batch)) {
+			// Gather the burst for DigestWait after its oldest change.
+			if wait := batch[0].r.Queued.Add(s.d.o.DigestWait).Sub(now); wait > 0 && len(batch) < 1000 {
+				return wait, nil
+			}
+			if err := s.digest(ctx, batch); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if err := s.single(ctx, batch[:min(len(batch), 100)]); err != nil {
+			return 0, err
+		}
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+	}
+}
+
+// burst reports whether n more changes make more than DigestOver within
+// DigestWindow.
+func (s *sender) burst(now time.Time, n int) bool {
+	cut := now.Add(-s.d.o.DigestWindow)
+	i := 0
+	for i < len(s.recent) && s.recent[i].Before(cut) {
+		i++
+	}
+	s.recent = s.recent[i:]
+	return n > 1 && len(s.recent)+n > s.d.o.DigestOver
+}
+
+// due reads up to max pending records whose time has come, in log
+// order, and the earliest time of those not due yet.
+func (s *sender) due(now time.Time, limit int) ([]due, time.Time, error) {
+	var out []due
+	var next time.Time
+	err := s.d.o.DB.View(func(tx *bolt.Tx) error {
+		ob, _ := nested(tx, BucketOutbox, s.dest.Name)
+		lb, _ := nested(tx, BucketLedger, s.dest.Name)
+		if ob == nil || lb == nil {
+			return nil
+		}
+		c := ob.Cursor()
+		for k, _ := c.First(); k != nil && len(out) < limit; k, _ = c.Next() {
+			var r Record
+			if err := json.Unmarshal(lb.Get(k), &r); err != nil {
+				return fmt.Errorf("record %x: %w", k, err)
+			}
+			if r.NextAttempt != nil && r.NextAttempt.After(now) {
+				if next.IsZero() || r.NextAttempt.Before(next) {
+					next = *r.NextAttempt
+				}
+				continue
+			}
+			out = append(out, due{append([]byte(nil), k...), r})
+		}
+		return nil
+	})
+	return out, next, err
+}
+
+// single sends each record on its own, up to sendParallel at a time,
+// then records the attempts in one transaction. A crash before it commits
+// sends them again (same id).
+func (s *sender) single(ctx context.Context, batch []due) error {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, sendParallel)
+	stopped := make([]bool, len(batch))
+	for i := range batch {
+		if ctx.Err() != nil {
+			stopped[i] = true
+			continue
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func(b *due, i int) {
+			defer func() { <-sem; wg.Done() }()
+			m := message{entry: b.r.Entry}
+			if id := b.r.Entry.DeviceID; id != "" {
+				if dev, err := s.d.o.Feed.Device(ctx, id); err == nil {
+					m.device = &dev
+				}
+			}
+			now := s.d.o.Now()
+			res := s.dest.send(ctx, s.d.o.Client, m, s.d.o.LinkBase, now)
+			if ctx.Err() != nil { // stopping: not an attempt; sent again at start
+				stopped[i] = true
+				return
+			}
+			s.settle(&b.r, res, now)
+		}(&batch[i], i)
+	}
+	wg.Wait()
+	done := batch[:0:0]
+	for i := range batch {
+		if stopped[i] {
+			continue
+		}
+		done = append(done, batch[i])
+		if batch[i].r.State == StateSent {
+			s.recent = append(s.recent, batch[i].r.Queued)
+		}
+	}
+	return s.store(done)
+}
+
+// sendParallel is how many requests one destination has in flight.
+const sendParallel = 8
+
+// digest sends the whole batch as one message.
+func (s *sender) digest(ctx context.Context, batch []due) error {
+	changes := make([]projections.ChangeEntry, len(batch))
+	for i, b := range batch {
+		changes[i] = b.r.Entry
+	}
+	now := s.d.o.Now()
+	first := changes[0]
+	m := message{changes: changes, entry: projections.ChangeEntry{ID: "digest-" + first.ID, Seq: first.Seq,
+		Time: now.UTC(), Kind: KindDigest, Source: "notify", Summary: digestText(changes)}}
+	res := s.dest.send(ctx, s.d.o.Client, m, s.d.o.LinkBase, now)
+	if ctx.Err() != nil {
+		return nil
+	}
+	for i := range batch {
+		batch[i].r.Digest = true
+		s.settle(&batch[i].r, res, now)
+		s.recent = append(s.recent, batch[i].r.Queued)
+	}
+	return s.store(batch)
+}
+
+// settle records an attempt on r and moves its state.
+func (s *sender) settle(r *Record, res result, now time.Time) {
+	o := s.d.o
+	t := now.UTC()
+	r.Attempts = append(r.Attempts, Attempt{Time: t, Status: res.status, LatencyMS: ms(res.latency), Error: res.err})
+	if len(r.Attempts) > 50 { // keep the first and the latest
+		r.Attempts = append(r.Attempts[:1], r.Attempts[len(r.Attempts)-49:]...)
+	}
+	if r.RetryFrom == nil {
+		r.RetryFrom = &t
+	}
+	switch {
+	case res.ok():
+		r.State, r.NextAttempt, r.Reason = StateSent, nil, ""
+		return
+	case !res.retryable:
+		r.State, r.NextAttempt, r.Reason = StateDead, nil, res.err
+	case t.Sub(*r.RetryFrom) >= o.RetryFor:
+		r.State, r.NextAttempt = StateDead, nil
+		r.Reason = fmt.Sprintf("still failing after %s: %s", o.RetryFor, res.err)
+	default:
+		n := 0
+		for i := len(r.Attempts) - 1; i >= 0 && r.Attempts[i].Time.After(r.RetryFrom.Add(-time.Nanosecond)); i-- {
+			n++
+		}
+		wait := o.BackoffMin << min(n-1, 30)
+		if wait > o.BackoffMax || wait <= 0 {
+			wait = o.BackoffMax
+		}
+		wait = wait/2 + rand.N(wait/2+1) // jitter: ½ to 1 times
+		wait = max(wait, res.retryAfter)
+		next := t.Add(wait)
+		r.NextAttempt = &next
+	}
+	o.Log.Warn("notifications: delivery failed", "destination", s.dest.Name, "channel", s.dest.Channel(),
+		"id", r.ID, "status", res.status, "err", res.err, "state", r.State, "attempts", len(r.Attempts))
+}
+
+// store writes the records' new states and trims the ledger.
+func (s *sender) store(batch []due) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	return s.d.o.DB.Update(func(tx *bolt.Tx) error {
+		for i := range batch {
+			if err := putRecord(tx, s.dest.Name, batch[i].key, &batch[i].r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// trim removes the oldest sent and filtered records past Keep.
+func (d *Dispatcher) trim(tx *bolt.Tx, destination string) error {
+	lb, err := nested(tx, BucketLedger, destination)
+	if err != nil {
+		return err
+	}
+	excess := lb.Stats().KeyN - d.o.Keep
+	if excess <= 0 {
+		return nil
+	}
+	c := lb.Cursor()
+	var drop [][]byte
+	for k, v := c.First(); k != nil && len(drop) < excess; k, v = c.Next() {
+		var r struct {
+			State string `json:"state"`
+		}
+		if json.Unmarshal(v, &r) == nil && (r.State == StateSent || r.State == StateFiltered) {
+			drop = append(drop, append([]byte(nil), k...))
+		}
+	}
+	for _, k := range drop {
+		if err := lb.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,690 @@
+package flowlistener
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"time"
+)
+
+// Drop reasons, the keys of FlowWindow.Drops.
+const (
+	dropNotExporter = iota // a datagram from an address not in exporters (never parsed)
+	dropShort              // a datagram shorter than its header says
+	dropVersion            // an unknown version
+	dropMalformed          // a set or template whose lengths do not add up
+	dropNoTemplate         // a data set whose template has not arrived (sets)
+	dropExpired            // a data set whose template was not refreshed in time (sets)
+	dropNoAddress          // a record without IPv4 or IPv6 addresses (records)
+	dropLimits             // a template, domain or pending set over the limits
+	dropTableFull          // a flow whose row did not fit the window's table (flows)
+	nDrops
+)
+
+var dropNames = [nDrops]string{
+	"not_exporter", "short", "version", "malformed", "no_template",
+	"template_expired", "no_address", "limits", "table_full",
+}
+
+// Limits that keep a hostile exporter from growing memory without bound.
+const (
+	maxDomains       = 256  // domains (source ids, observation domains) per exporter
+	maxTemplates     = 1024 // templates per domain
+	maxPendingSets   = 8    // data sets held per domain until their template arrives
+	maxPendingBytes  = 32 << 10
+	restartThreshold = 1 << 24 // a sequence jump larger than this is a restart, not loss
+)
+
+// Field kinds the decoder reads; every other field is skipped by length.
+const (
+	opSkip = iota
+	opBytes
+	opPackets
+	opProto
+	opSrcPort
+	opDstPort
+	opSrc4
+	opDst4
+	opSrc6
+	opDst6
+	opSamplerID
+	opSamplingInterval // 34, 50 (v9 FLOW_SAMPLER_RANDOM_INTERVAL)
+	opPacketInterval   // IPFIX 305 samplingPacketInterval
+	opPacketSpace      // IPFIX 306 samplingPacketSpace
+	opBytesTotal       // 85 octetTotalCount, used only without 1
+	opPacketsTotal     // 86 packetTotalCount, used only without 2
+)
+
+// fieldOp maps an information element (v9 and IPFIX share these ids) to
+// what the decoder does with it.
+func fieldOp(id uint16, enterprise bool) uint8 {
+	if enterprise {
+		return opSkip
+	}
+	switch id {
+	case 1:
+		return opBytes
+	case 2:
+		return opPackets
+	case 4:
+		return opProto
+	case 7:
+		return opSrcPort
+	case 11:
+		return opDstPort
+	case 8:
+		return opSrc4
+	case 12:
+		return opDst4
+	case 27:
+		return opSrc6
+	case 28:
+		return opDst6
+	case 48, 302: // FLOW_SAMPLER_ID, selectorId
+		return opSamplerID
+	case 34, 50:
+		return opSamplingInterval
+	case 305:
+		return opPacketInterval
+	case 306:
+		return opPacketSpace
+	case 85:
+		return opBytesTotal
+	case 86:
+		return opPacketsTotal
+	}
+	return opSkip
+}
+
+const varLen = 0xFFFF
+
+// field is one field of a template.
+type field struct {
+	op     uint8
+	length uint16 // varLen: variable (IPFIX)
+	off    int    // offset in a fixed-length record
+}
+
+// template is a (options) template of one domain.
+type template struct {
+	fields  []field
+	fixed   bool // every field has a fixed length
+	recLen  int  // fixed: the record length; else the shortest possible
+	options bool
+	scope   int // options: the number of scope fields (skipped)
+	seen    time.Time
+}
+
+func newTemplate(fields []field, options bool, scope int, now time.Time) *template {
+	t := &template{fields: fields, fixed: true, options: options, scope: scope, seen: now}
+	off := 0
+	for i := range t.fields {
+		f := &t.fields[i]
+		f.off = off
+		if f.length == varLen {
+			t.fixed = false
+			off++ // at least the one-byte length prefix
+			continue
+		}
+		off += int(f.length)
+	}
+	t.recLen = off
+	return t
+}
+
+func (t *template) same(fields []field, options bool, scope int) bool {
+	if t.options != options || t.scope != scope || len(t.fields) != len(fields) {
+		return false
+	}
+	for i := range fields {
+		if t.fields[i].op != fields[i].op || t.fields[i].length != fields[i].length {
+			return false
+		}
+	}
+	return true
+}
+
+// pendingSet is a data set held until its template arrives.
+type pendingSet struct {
+	id   uint16
+	data []byte
+}
+
+// domain is the state of one (exporter, version, source id / observation
+// domain).
+type domain struct {
+	templates map[uint16]*template
+	// sampling is the domain-wide 1-in-N interval (0: unknown), and
+	// samplers the intervals by sampler id.
+	sampling uint32
+	samplers map[uint32]uint32
+	seqOK    bool
+	nextSeq  uint32
+	// flowsPerPacket is a running average (v9 loss estimates: its
+	// sequence counts packets).
+	flowsPerPacket float64
+	pending        []pendingSet
+	pendingBytes   int
+}
+
+// exporter is the state of one accepted exporter address.
+type exporter struct {
+	addr      netip.Addr
+	domains   map[uint64]*domain
+	versions  uint8 // bit 0: v5, 1: v9, 2: IPFIX (this window)
+	datagrams uint64
+	flows     uint64
+	lost      uint64
+	restarts  uint64
+}
+
+func domainKey(version uint16, id uint32) uint64 { return uint64(version)<<32 | uint64(id) }
+
+// decoder turns datagrams into flows. It is not safe for concurrent use.
+type decoder struct {
+	lifetime time.Duration // template lifetime without refresh
+	drops    [nDrops]uint64
+	flows    uint64
+	lost     uint64
+	records  uint64 // data records read, options included (IPFIX sequence)
+	sink     func(*flow)
+	f        flow // reused for every record
+}
+
+// flow is one decoded flow record.
+type flow struct {
+	src, dst         netip.Addr
+	proto            uint8
+	srcPort, dstPort uint16
+	bytes, packets   uint64
+}
+
+// be reads a big-endian unsigned integer of 1 to 8 bytes (reduced-size
+// encoding); longer values keep their last 8 bytes.
+func be(b []byte) uint64 {
+	switch len(b) {
+	case 1:
+		return uint64(b[0])
+	case 2:
+		return uint64(binary.BigEndian.Uint16(b))
+	case 4:
+		return uint64(binary.BigEndian.Uint32(b))
+	case 8:
+		return binary.BigEndian.Uint64(b)
+	}
+	if len(b) > 8 {
+		b = b[len(b)-8:]
+	}
+	var v uint64
+	for _, c := range b {
+		v = v<<8 | uint64(c)
+	}
+	return v
+}
+
+// datagram decodes one datagram of an accepted exporter.
+func (d *decoder) datagram(ex *exporter, b []byte, now time.Time) {
+	if len(b) < 2 {
+		d.drops[dropShort]++
+		return
+	}
+	ex.datagrams++
+	switch binary.BigEndian.Uint16(b) {
+	case 5:
+		ex.versions |= 1
+		d.v5(ex, b)
+	case 9:
+		ex.versions |= 2
+		d.v9(ex, b, now)
+	case 10:
+		ex.versions |= 4
+		d.ipfix(ex, b, now)
+	default:
+		d.drops[dropVersion]++
+	}
+}
+
+func (d *decoder) domain(ex *exporter, version uint16, id uint32) *domain {
+	k := domainKey(version, id)
+	if dm := ex.domains[k]; dm != nil {
+		return dm
+	}
+	if len(ex.domains) >= maxDomains {
+		return nil
+	}
+	dm := &domain{templates: map[uint16]*template{}}
+	ex.domains[k] = dm
+	return dm
+}
+
+// sequence accounts a sequence number: lost is what the gap means in
+// flows (unit converts the gap: flows per step).
+func (d *decoder) sequence(ex *exporter, dm *domain, seq, next uint32, unit float64) {
+	if dm.seqOK {
+		if gap := seq - dm.nextSeq; gap != 0 {
+			if gap < restartThreshold {
+				n := uint64(float64(gap)*unit + 0.5)
+				ex.lost += n
+				d.lost += n
+			} else {
+				ex.restarts++
+			}
+		}
+	}
+	dm.seqOK, dm.nextSeq = true, next
+}
+
+// v5 decodes a NetFlow v5 datagram.
+func (d *decoder) v5(ex *exporter, b []byte) {
+	const hdr, rec = 24, 48
+	if len(b) < hdr {
+		d.drops[dropShort]++
+		return
+	}
+	count := int(binary.BigEndian.Uint16(b[2:]))
+	if count == 0 || len(b) < hdr+count*rec {
+		d.drops[dropShort]++
+		return
+	}
+	seq := binary.BigEndian.Uint32(b[16:])
+	dm := d.domain(ex, 5, uint32(b[20])<<8|uint32(b[21]))
+	if dm == nil {
+		d.drops[dropLimits]++
+		return
+	}
+	d.sequence(ex, dm, seq, seq+uint32(count), 1)
+	scale := uint64(binary.BigEndian.Uint16(b[22:]) & 0x3FFF)
+	if scale == 0 {
+		scale = 1
+	}
+	dm.sampling = uint32(scale)
+	f := &d.f
+	for i := 0; i < count; i++ {
+		r := b[hdr+i*rec : hdr+(i+1)*rec]
+		f.src = netip.AddrFrom4([4]byte(r[0:4]))
+		f.dst = netip.AddrFrom4([4]byte(r[4:8]))
+		f.packets = uint64(binary.BigEndian.Uint32(r[16:])) * scale
+		f.bytes = uint64(binary.BigEndian.Uint32(r[20:])) * scale
+		f.srcPort = binary.BigEndian.Uint16(r[32:])
+		f.dstPort = binary.BigEndian.Uint16(r[34:])
+		f.proto = r[38]
+		d.emit(ex)
+	}
+}
+
+func (d *decoder) emit(ex *exporter) {
+	ex.flows++
+	d.flows++
+	d.sink(&d.f)
+}
+
+// v9 decodes a NetFlow v9 datagram.
+func (d *decoder) v9(ex *exporter, b []byte, now time.Time) {
+	const hdr = 20
+	if len(b) < hdr {
+		d.drops[dropShort]++
+		return
+	}
+	seq := binary.BigEndian.Uint32(b[12:])
+	dm := d.domain(ex, 9, binary.BigEndian.Uint32(b[16:]))
+	if dm == nil {
+		d.drops[dropLimits]++
+		return
+	}
+	before := ex.flows
+	d.sets(ex, dm, b[hdr:], false, now)
+	n := float64(ex.flows - before)
+	if dm.flowsPerPacket == 0 {
+		dm.flowsPerPacket = n
+	} else if n > 0 {
+		dm.flowsPerPacket += (n - dm.flowsPerPacket) / 16
+	}
+	// The sequence counts export packets: a gap of k packets is about k
+	// times the average flows per packet.
+	d.sequence(ex, dm, seq, seq+1, dm.flowsPerPacket)
+}
+
+// ipfix decodes an IPFIX message.
+func (d *decoder) ipfix(ex *exporter, b []byte, now time.Time) {
+	const hdr = 16
+	if len(b) < hdr {
+		d.drops[dropShort]++
+		return
+	}
+	length := int(binary.BigEndian.Uint16(b[2:]))
+	if length < hdr || length > len(b) {
+		d.drops[dropShort]++
+		return
+	}
+	b = b[:length]
+	seq := binary.BigEndian.Uint32(b[8:])
+	dm := d.domain(ex, 10, binary.BigEndian.Uint32(b[12:]))
+	if dm == nil {
+		d.drops[dropLimits]++
+		return
+	}
+	before := d.records
+	undecoded := d.sets(ex, dm, b[hdr:], true, now)
+	// The sequence counts data records sent before this message. It is
+	// checked only when every data record of the message was counted.
+	records := uint32(d.records - before)
+	if undecoded {
+		d.sequence(ex, dm, seq, seq, 1)
+		dm.seqOK = false
+		return
+	}
+	d.sequence(ex, dm, seq, seq+records, 1)
+}
+
+// sets walks the (flow)sets of a v9 or IPFIX message. It reports whether
+// some data records could not be counted (a set without template).
+func (d *decoder) sets(ex *exporter, dm *domain, b []byte, ipfix bool, now time.Time) (undecoded bool) {
+	tplID, optID := uint16(0), uint16(1)
+	if ipfix {
+		tplID, optID = 2, 3
+	}
+	for len(b) >= 4 {
+		id := binary.BigEndian.Uint16(b)
+		l := int(binary.BigEndian.Uint16(b[2:]))
+		if l < 4 || l > len(b) {
+			d.drops[dropMalformed]++
+			return true
+		}
+		body := b[4:l]
+		b = b[l:]
+		switch {
+		case id == tplID:
+			d.templates(ex, dm, body, ipfix, false, now)
+		case id == optID:
+			d.templates(ex, dm, body, ipfix, true, now)
+		case id >= 256:
+			if !d.data(ex, dm, id, body, now, true) {
+				undecoded = true
+			}
+		}
+		// Set ids 2..255 (v9) and 0, 1, 4..255 (IPFIX) are reserved:
+		// skipped by their length.
+	}
+	return undecoded
+}
+
+// templates reads the template records of one (options) template set.
+func (d *decoder) templates(ex *exporter, dm *domain, b []byte, ipfix, options bool, now time.Time) {
+	for len(b) >= 4 {
+		id := binary.BigEndian.Uint16(b)
+		n := int(binary.BigEndian.Uint16(b[2:]))
+		b = b[4:]
+		scope := 0
+		if options {
+			if ipfix {
+				if n == 0 { // withdrawal of an options template
+					d.withdraw(dm, id, true)
+					continue
+				}
+				if len(b) < 2 {
+					d.drops[dropMalformed]++
+					return
+				}
+				scope = int(binary.BigEndian.Uint16(b))
+				b = b[2:]
+			} else {
+				// v9: id, scope length, option length, both in bytes.
+				if len(b) < 2 {
+					d.drops[dropMalformed]++
+					return
+				}
+				scopeLen, optLen := n, int(binary.BigEndian.Uint16(b))
+				b = b[2:]
+				scope, n = scopeLen/4, (scopeLen+optLen)/4
+			}
+		} else if ipfix && n == 0 {
+			d.withdraw(dm, id, false)
+			continue
+		}
+		if id < 256 || n == 0 || scope > n {
+			d.drops[dropMalformed]++
+			return
+		}
+		// Each specifier takes at least 4 bytes, so a field count larger
+		// than the set allows is refused before anything is allocated.
+		if n*4 > len(b) {
+			d.drops[dropMalformed]++
+			return
+		}
+		fields := make([]field, 0, n)
+		for i := 0; i < n; i++ {
+			if len(b) < 4 {
+				d.drops[dropMalformed]++
+				return
+			}
+			typ := binary.BigEndian.Uint16(b)
+			length := binary.BigEndian.Uint16(b[2:])
+			b = b[4:]
+			ent := false
+			if ipfix && typ&0x8000 != 0 {
+				if len(b) < 4 {
+					d.drops[dropMalformed]++
+					return
+				}
+				ent, typ = true, typ&0x7FFF
+				b = b[4:] // enterprise number
+			}
+			if length == varLen && !ipfix {
+				d.drops[dropMalformed]++
+				return
+			}
+			op := fieldOp(typ, ent)
+			if i < scope {
+				op = opSkip // scope fields only say what the options apply to
+				if typ == 48 || typ == 302 {
+					op = opSamplerID
+				}
+			}
+			fields = append(fields, field{op: op, length: length})
+		}
+		d.define(ex, dm, id, fields, options, scope, now)
+	}
+}
+
+// define stores a template, refreshing it when it is unchanged, and
+// decodes the data sets that waited for it.
+func (d *decoder) define(ex *exporter, dm *domain, id uint16, fields []field, options bool, scope int, now time.Time) {
+	if t := dm.templates[id]; t != nil && t.same(fields, options, scope) {
+		t.seen = now
+	} else {
+		if t == nil && len(dm.templates) >= maxTemplates {
+			d.drops[dropLimits]++
+			return
+		}
+		dm.templates[id] = newTemplate(fields, options, scope, now)
+	}
+	if len(dm.pending) == 0 {
+		return
+	}
+	kept := dm.pending[:0]
+	for _, p := range dm.pending {
+		if p.id != id {
+			kept = append(kept, p)
+			continue
+		}
+		dm.pendingBytes -= len(p.data)
+		d.data(ex, dm, id, p.data, now, false)
+	}
+	clear(dm.pending[len(kept):])
+	dm.pending = kept
+}
+
+// withdraw removes a template (IPFIX withdrawal; the set id withdraws
+// every template of its kind).
+func (d *decoder) withdraw(dm *domain, id uint16, options bool) {
+	if id == 2 || id == 3 {
+		for k, t := range dm.templates {
+			if t.options == options {
+				delete(dm.templates, k)
+			}
+		}
+		return
+	}
+	delete(dm.templates, id)
+}
+
+// data decodes one data set. It returns false when the set could not be
+// decoded for want of a (fresh) template; hold says to keep such a set
+// until its template arrives.
+func (d *decoder) data(ex *exporter, dm *domain, id uint16, b []byte, now time.Time, hold bool) bool {
+	t := dm.templates[id]
+	if t != nil && d.lifetime > 0 && now.Sub(t.seen) > d.lifetime {
+		delete(dm.templates, id)
+		d.drops[dropExpired]++
+		return false
+	}
+	if t == nil {
+		if hold && len(dm.pending) < maxPendingSets && dm.pendingBytes+len(b) <= maxPendingBytes {
+			dm.pending = append(dm.pending, pendingSet{id: id, data: append([]byte(nil), b...)})
+			dm.pendingBytes += len(b)
+			return false
+		}
+		d.drops[dropNoTemplate]++
+		return false
+	}
+	minLen := t.recLen
+	if minLen < 1 {
+		minLen = 1
+	}
+	for len(b) >= minLen {
+		n := d.record(ex, dm, t, b)
+		if n <= 0 {
+			d.drops[dropMalformed]++
+			return true
+		}
+		b = b[n:]
+	}
+	// What is left is padding, shorter than a record.
+	return true
+}
+
+// record decodes one data record and returns its length, or -1 when the
+// record runs past the set.
+func (d *decoder) record(ex *exporter, dm *domain, t *template, b []byte) int {
+	var (
+		f                                     = &d.f
+		src4, dst4, src6, dst6                bool
+		haveBytes, havePkts                   bool
+		totBytes, totPkts                     uint64
+		sampler                               uint32
+		haveSampler                           bool
+		interval, pktInterval, pktSpace       uint64
+		hasIntervalField, hasPktIntervalField bool
+	)
+	f.proto, f.srcPort, f.dstPort, f.bytes, f.packets = 0, 0, 0, 0, 0
+	d.records++
+	off := 0
+	for i := range t.fields {
+		fd := &t.fields[i]
+		n := int(fd.length)
+		if fd.length == varLen {
+			if off >= len(b) {
+				return -1
+			}
+			n = int(b[off])
+			off++
+			if n == 255 {
+				if off+2 > len(b) {
+					return -1
+				}
+				n = int(binary.BigEndian.Uint16(b[off:]))
+				off += 2
+			}
+		}
+		if off+n > len(b) {
+			return -1
+		}
+		v := b[off : off+n]
+		off += n
+		switch fd.op {
+		case opSkip:
+		case opBytes:
+			f.bytes, haveBytes = be(v), true
+		case opPackets:
+			f.packets, havePkts = be(v), true
+		case opBytesTotal:
+			totBytes = be(v)
+		case opPacketsTotal:
+			totPkts = be(v)
+		case opProto:
+			f.proto = uint8(be(v))
+		case opSrcPort:
+			f.srcPort = uint16(be(v))
+		case opDstPort:
+			f.dstPort = uint16(be(v))
+		case opSrc4:
+			if n == 4 {
+				f.src, src4 = netip.AddrFrom4([4]byte(v)), true
+			}
+		case opDst4:
+			if n == 4 {
+				f.dst, dst4 = netip.AddrFrom4([4]byte(v)), true
+			}
+		case opSrc6:
+			if n == 16 {
+				f.src, src6 = netip.AddrFrom16([16]byte(v)).Unmap(), true
+			}
+		case opDst6:
+			if n == 16 {
+				f.dst, dst6 = netip.AddrFrom16([16]byte(v)).Unmap(), true
+			}
+		case opSamplerID:
+			sampler, haveSampler = uint32(be(v)), true
+		case opSamplingInterval:
+			interval, hasIntervalField = be(v), true
+		case opPacketInterval:
+			pktInterval, hasPktIntervalField = be(v), true
+		case opPacketSpace:
+			pktSpace = be(v)
+		}
+	}
+	if t.options {
+		rate := uint64(0)
+		switch {
+		case hasIntervalField:
+			rate = interval
+		case hasPktIntervalField && pktInterval > 0:
+			rate = (pktInterval + pktSpace) / pktInterval
+		}
+		if rate > 0 && rate <= 1<<24 {
+			if haveSampler {
+				if dm.samplers == nil {
+					dm.samplers = map[uint32]uint32{}
+				}
+				if len(dm.samplers) < maxTemplates {
+					dm.samplers[sampler] = uint32(rate)
+				}
+			} else {
+				dm.sampling = uint32(rate)
+			}
+		}
+		return off
+	}
+	if !(src4 && dst4) && !(src6 && dst6) {
+		ex.flows++ // counted for the sequence, not aggregated
+		d.drops[dropNoAddress]++
+		return off
+	}
+	if !haveBytes {
+		f.bytes = totBytes
+	}
+	if !havePkts {
+		f.packets = totPkts
+	}
+	rate := dm.sampling
+	if haveSampler {
+		if r, ok := dm.samplers[sampler]; ok {
+			rate = r
+		}
+	}
+	if rate > 1 {
+		f.bytes *= uint64(rate)
+		f.packets *= uint64(rate)
+	}
+	d.emit(ex)
+	return off
+}

@@ -1,0 +1,209 @@
+package flowlistener
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/jocasta/jocasta/sources"
+	fg "github.com/jocasta/jocasta/sources/flowlistener/flowgen"
+	"github.com/jocasta/jocasta/sources/scheduler"
+)
+
+// recorder is a scheduler.Sink keeping every run.
+type recorder struct {
+	mu   sync.Mutex
+	runs []sources.Run
+	got  chan struct{}
+}
+
+func (r *recorder) Record(_ context.Context, run sources.Run) error {
+	r.mu.Lock()
+	r.runs = append(r.runs, run)
+	r.mu.Unlock()
+	select {
+	case r.got <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (r *recorder) windows() []*sources.FlowWindow {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*sources.FlowWindow
+	for _, run := range r.runs {
+		if w, ok := run.Result.(*sources.FlowWindow); ok {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// start runs a listener on 127.0.0.1:0 through the real scheduler and
+// returns its address and a stop function that waits for the scheduler.
+func start(t *testing.T, exporters []netip.Addr, window time.Duration) (*net.UDPAddr, *recorder, func()) {
+	t.Helper()
+	l, err := New("test", Config{Enabled: true, Listen: "127.0.0.1:0", Exporters: exporters}, Options{Window: window})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{got: make(chan struct{}, 1)}
+	s := &scheduler.Scheduler{Sink: rec}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Run(ctx, []sources.Instance{{Source: "flowlistener:test", Kind: "flowlistener", Listener: l}})
+	}()
+	actx, acancel := context.WithTimeout(ctx, 10*time.Second)
+	defer acancel()
+	a, err := l.Addr(actx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("scheduler: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the listener did not stop")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return a.(*net.UDPAddr), rec, stop
+}
+
+func send(t *testing.T, from string, to *net.UDPAddr, datagrams ...[]byte) {
+	t.Helper()
+	c, err := net.DialUDP("udp", &net.UDPAddr{IP: net.ParseIP(from)}, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, d := range datagrams {
+		if _, err := c.Write(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestListenerWindows(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	addr, rec, stop := start(t, []netip.Addr{netip.MustParseAddr("127.0.0.1")}, time.Hour)
+	r1 := rec_(lan, wan, 50000, 443, 1500, 10)
+	r2 := rec_(lan, wan, 50001, 443, 500, 5) // same row: same service port
+	send(t, "127.0.0.1", addr,
+		fg.NewV9(1, 0).Template(256, fg.V4).Data(256, fg.V4, []fg.Rec{r1}, 0).Bytes(),
+		fg.NewV9(2, 0).Data(256, fg.V4, []fg.Rec{r2}, 0).Bytes(),
+		fg.V5(10, 0, []fg.Rec{rec_(wan, lan, 53, 40000, 80, 1)}),
+	)
+	send(t, "127.0.0.2", addr, fg.V5(1, 0, []fg.Rec{r1})) // not an exporter
+	// Loopback delivers at once; the stop flushes what arrived.
+	time.Sleep(200 * time.Millisecond)
+	stop()
+	ws := rec.windows()
+	if len(ws) != 1 {
+		t.Fatalf("%d windows, want the final one", len(ws))
+	}
+	w := ws[0]
+	if !w.Final || !w.First || w.Complete || w.Datagrams != 3 || w.Flows != 3 {
+		t.Fatalf("window %+v", w)
+	}
+	if w.Drops["not_exporter"] != 1 || len(w.Errors) != 1 {
+		t.Fatalf("drops %v errors %v", w.Drops, w.Errors)
+	}
+	want := []sources.FlowRow{
+		{Src: lan, Dst: wan, Proto: 6, Port: 443, Bytes: 2000, Packets: 15, Flows: 2},
+		{Src: wan, Dst: lan, Proto: 6, Port: 53, Bytes: 80, Packets: 1, Flows: 1},
+	}
+	if len(w.Rows) != len(want) {
+		t.Fatalf("rows %+v", w.Rows)
+	}
+	for i := range want {
+		if w.Rows[i] != want[i] {
+			t.Errorf("row %d: %+v, want %+v", i, w.Rows[i], want[i])
+		}
+	}
+	if len(w.Exporters) != 1 || w.Exporters[0].Templates != 1 || len(w.Exporters[0].Versions) != 2 {
+		t.Fatalf("exporters %+v", w.Exporters)
+	}
+}
+
+// Windows are emitted on the ticker, each with only its own flows; an
+// idle window emits nothing.
+func TestListenerTicks(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	addr, rec, stop := start(t, []netip.Addr{netip.MustParseAddr("127.0.0.1")}, 100*time.Millisecond)
+	send(t, "127.0.0.1", addr, fg.V5(1, 0, []fg.Rec{rec_(lan, wan, 1, 2, 3, 4)}))
+	select {
+	case <-rec.got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no window")
+	}
+	time.Sleep(350 * time.Millisecond) // idle windows
+	send(t, "127.0.0.1", addr, fg.V5(2, 0, []fg.Rec{rec_(lan, wan, 1, 2, 3, 4)}))
+	time.Sleep(250 * time.Millisecond)
+	stop()
+	ws := rec.windows()
+	var flows uint64
+	for _, w := range ws[:len(ws)-1] {
+		if w.Datagrams == 0 {
+			t.Fatalf("an idle window was emitted: %+v", w)
+		}
+		flows += w.Flows
+	}
+	if len(ws) < 3 || !ws[0].First || ws[1].First || flows != 2 || ws[len(ws)-1].Flows != 0 || !ws[len(ws)-1].Final {
+		for _, w := range ws {
+			t.Logf("%+v", w)
+		}
+		t.Fatalf("%d windows", len(ws))
+	}
+}
+
+func TestListenerBindFails(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	l, err := New("busy", Config{Enabled: true, Listen: pc.LocalAddr().String(), Exporters: []netip.Addr{netip.MustParseAddr("127.0.0.1")}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{got: make(chan struct{}, 1)}
+	s := &scheduler.Scheduler{Sink: rec}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go func() { <-rec.got; cancel() }()
+	if err := s.Run(ctx, []sources.Instance{{Source: "flowlistener:busy", Kind: "flowlistener", Listener: l}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.runs) != 1 || rec.runs[0].Err == nil || rec.runs[0].Result != nil {
+		t.Fatalf("a listener that cannot bind was recorded as %+v", rec.runs)
+	}
+}
+
+func TestNewRefuses(t *testing.T) {
+	for _, c := range []Config{{Enabled: true, Listen: ":2055"}, {Enabled: true, Listen: "127.0.0.1:0"}} {
+		if _, err := New("x", c, Options{}); err == nil {
+			t.Errorf("%+v accepted", c)
+		}
+	}
+}
+
+func rec_(src, dst netip.Addr, sport, dport uint16, bytes, pkts uint64) fg.Rec {
+	r := rec(src, dst, sport, dport, bytes, pkts)
+	return r
+}

@@ -1,0 +1,146 @@
+package ui
+
+import (
+	"io/fs"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jocasta/jocasta/projections"
+)
+
+// TestEveryTemplateRegistered keeps pages and templates/ in step: a file
+// not listed would never be parsed, a listed page with no file fails.
+func TestEveryTemplateRegistered(t *testing.T) {
+	entries, err := fs.ReadDir(files, "templates")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var onDisk []string
+	for _, e := range entries {
+		name := strings.TrimSuffix(e.Name(), ".html")
+		if name != "layout" {
+			onDisk = append(onDisk, name)
+		}
+	}
+	want := slices.Clone(pages)
+	slices.Sort(want)
+	slices.Sort(onDisk)
+	if !slices.Equal(want, onDisk) {
+		t.Fatalf("templates/ has %v, pages lists %v", onDisk, want)
+	}
+	for _, p := range pages {
+		if titles[p] == "" {
+			t.Errorf("page %s has no title", p)
+		}
+	}
+}
+
+func TestAssets(t *testing.T) {
+	as, err := loadAssets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := as.names(); !slices.Equal(got, []string{"icon.svg", "style.css"}) {
+		t.Fatalf("assets %v", got)
+	}
+	u, err := as.url("style.css")
+	if err != nil || !strings.HasPrefix(u, "/static/style.") || !strings.HasSuffix(u, ".css") || len(u) != len("/static/style.")+12+len(".css") {
+		t.Fatalf("url %q, %v", u, err)
+	}
+	if _, err := as.url("app.js"); err == nil {
+		t.Fatal("url of a missing asset")
+	}
+}
+
+func TestBuildStrip(t *testing.T) {
+	to := time.Date(2026, 3, 10, 0, 0, 0, 0, time.UTC)
+	from := to.Add(-10 * time.Hour)
+	at := func(h int) time.Time { return from.Add(time.Duration(h) * time.Hour) }
+	entry := func(h int, kind string) projections.ChangeEntry {
+		return projections.ChangeEntry{Time: at(h), Kind: kind}
+	}
+	tests := []struct {
+		name    string
+		entries []projections.ChangeEntry
+		dev     projections.Device
+		want    string // class:width,...
+	}{
+		{"no change, seen before", nil, projections.Device{Presence: "online", FirstSeen: at(-5)}, "online:1000.00"},
+		{"no change, first seen inside", nil, projections.Device{Presence: "offline", FirstSeen: at(4)}, "unknown:400.00,offline:600.00"},
+		{"discovered then offline", []projections.ChangeEntry{entry(7, projections.ChangeOffline), entry(2, projections.ChangeDiscovered)},
+			projections.Device{Presence: "offline", FirstSeen: at(2)}, "unknown:200.00,online:500.00,offline:300.00"},
+		{"online first: offline before", []projections.ChangeEntry{entry(5, projections.ChangeOnline)},
+			projections.Device{Presence: "online", FirstSeen: at(-50)}, "offline:500.00,online:500.00"},
+		{"quiet first: online before", []projections.ChangeEntry{entry(5, projections.ChangeQuiet), entry(8, projections.ChangeOnline)},
+			projections.Device{Presence: "online", FirstSeen: at(-50)}, "online:500.00,quiet:300.00,online:200.00"},
+		{"same state merges", []projections.ChangeEntry{entry(3, projections.ChangeOnline), entry(6, projections.ChangeOnline)},
+			projections.Device{Presence: "online", FirstSeen: at(-50)}, "offline:300.00,online:700.00"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st := buildStrip(tc.entries, tc.dev, from, to, time.UTC)
+			var got []string
+			for _, s := range st.Segments {
+				got = append(got, s.Class+":"+s.W)
+			}
+			if strings.Join(got, ",") != tc.want {
+				t.Fatalf("segments %s, want %s", strings.Join(got, ","), tc.want)
+			}
+		})
+	}
+	if st := buildStrip(nil, projections.Device{}, to, to, time.UTC); len(st.Segments) != 0 {
+		t.Fatal("an empty window has segments")
+	}
+}
+
+func TestLimiters(t *testing.T) {
+	l := newLimiters(1, 2)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 2 {
+		if ok, _ := l.allow("a", now); !ok {
+			t.Fatalf("attempt %d refused within the burst", i)
+		}
+	}
+	ok, retry := l.allow("a", now)
+	if ok || retry <= 0 || retry > time.Second {
+		t.Fatalf("past the burst: %v, retry %v", ok, retry)
+	}
+	if ok, _ := l.allow("b", now); !ok {
+		t.Fatal("another key limited")
+	}
+	if ok, _ := l.allow("a", now.Add(time.Second)); !ok {
+		t.Fatal("not refilled after a second")
+	}
+}
+
+func TestSafeNext(t *testing.T) {
+	for in, want := range map[string]string{
+		"/devices?q=a": "/devices?q=a", "": "", "//evil": "", "/\\evil": "", "https://x/": "", "devices": "", "/a\r\nb": "",
+	} {
+		if got := safeNext(in); got != want {
+			t.Errorf("safeNext(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestDeviceRowsEscaped(t *testing.T) {
+	evil := `<script>alert("x")</script>`
+	mac, vendor, label, group := `aa"><b>`, `Acme & <Co>`, `'quoted'`, `a<b`
+	rows := []deviceRow{{Device: projections.Device{ID: `id/"x`, Name: evil, Label: &label, MAC: &mac, Vendor: &vendor, Group: &group, Presence: `on"line`, Ignored: true, Watched: true}, IP: "<ip>"}}
+	got := string(rowsHTML(rows, time.UTC))
+	for _, bad := range []string{"<script>", `"><b>`, "<Co>", "<ip>", `on"line`, "'quoted'", "a<b", `id/"x`} {
+		if strings.Contains(got, bad) {
+			t.Errorf("rows contain %q unescaped:\n%s", bad, got)
+		}
+	}
+	for _, want := range []string{"&lt;script&gt;", `href="/devices/id%2F%22x"`, `class="ignored"`, "★", "Acme &amp; &lt;Co&gt;"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("rows lack %q:\n%s", want, got)
+		}
+	}
+	if got := rowsHTML(nil, time.UTC); !strings.Contains(string(got), "No device matches") {
+		t.Errorf("empty rows: %s", got)
+	}
+}
