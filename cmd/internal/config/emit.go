@@ -41,6 +41,9 @@ func Starter(prefixes []netip.Prefix, hostname string) []byte {
 func starter(prefixes []netip.Prefix, hostname string, liveExamples bool) []byte {
 	c := Defaults()
 	c.Networks = slices.Clone(prefixes)
+	// People at a terminal read text logs; the service's default stays
+	// json, for log collectors.
+	c.Logger.Format = "text"
 	ex := exampleConfig()
 	e := &emitter{comments: true, docs: keyDocs(), hostname: hostname, liveExamples: liveExamples}
 	e.header(hostname)
