@@ -62,6 +62,13 @@ type Config struct {
 	// MCP is the MCP endpoint, mounted at /mcp behind token
 	// authentication when MCPEnabled. nil answers 404 anyway.
 	MCP http.Handler
+	// Metrics serves /metrics (the Prometheus text format) behind a read
+	// token. nil: /metrics is a path like any other.
+	Metrics http.Handler
+	// ObserveRequest, when set, is told of every request once answered:
+	// its route ("/api/devices/{id}", "/metrics", "/mcp", "ui", or
+	// "unmatched"), its status and how long it took.
+	ObserveRequest func(route string, status int, took time.Duration)
 	// UI serves every path outside /api and /mcp. nil answers 404
 	// problems there.
 	UI http.Handler

@@ -17,6 +17,8 @@ type reqState struct {
 	client    netip.Addr
 	principal projections.Principal
 	authed    bool
+	// route is the matched route's path template, for metrics.
+	route string
 }
 
 func withState(ctx context.Context, st *reqState) context.Context {

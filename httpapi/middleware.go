@@ -155,6 +155,23 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 			ev = ev.Str("token_id", st.principal.TokenID)
 		}
 		ev.Msg("http request")
+		if s.cfg.ObserveRequest != nil {
+			route := st.route
+			if route == "" {
+				route = "unmatched"
+			}
+			s.cfg.ObserveRequest(route, status, s.now().Sub(start))
+		}
+	})
+}
+
+// routed notes the route a request matched (a path template such as
+// /api/devices/{id}, "ui", "/mcp") for ObserveRequest: a label with a
+// bounded number of values, never the raw path.
+func routed(name string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		stateFrom(r.Context()).route = name
+		next.ServeHTTP(w, r)
 	})
 }
 
@@ -234,7 +251,7 @@ func (s *server) allowedHost(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := s.hosts[hostOnly(r.Host)]; !ok && !isAPIPath(r.URL.Path) && !isMCPPath(r.URL.Path) {
+		if _, ok := s.hosts[hostOnly(r.Host)]; !ok && !isAPIPath(r.URL.Path) && !isMCPPath(r.URL.Path) && r.URL.Path != "/metrics" {
 			writeProblem(w, r, errMisdirected(r.Host))
 			return
 		}

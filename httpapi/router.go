@@ -148,7 +148,13 @@ func build(cfg Config, deps Deps) (*server, http.Handler, error) {
 			allow = append(allow, m)
 		}
 		slices.SortFunc(allow, func(a, b string) int { return methodOrder(a) - methodOrder(b) })
-		r.Path(p).Handler(methodSwitch{handlers: handlers, allow: allow})
+		r.Path(p).Handler(routed(p, methodSwitch{handlers: handlers, allow: allow}))
+	}
+
+	// /metrics: the Prometheus text format, behind a read token (as
+	// Prometheus' authorization block sends it).
+	if cfg.Metrics != nil {
+		r.Path("/metrics").Handler(routed("/metrics", s.authenticate(accessRead, cfg.Metrics)))
 	}
 
 	mcpOff := errMCPDisabled
@@ -161,8 +167,8 @@ func build(cfg Config, deps Deps) (*server, http.Handler, error) {
 	if cfg.MCPEnabled && cfg.MCP != nil {
 		mcpHandler = s.authenticate(accessRead, cfg.MCP)
 	}
-	r.Path("/mcp").Handler(mcpHandler)
-	r.PathPrefix("/mcp/").Handler(mcpHandler)
+	r.Path("/mcp").Handler(routed("/mcp", mcpHandler))
+	r.PathPrefix("/mcp/").Handler(routed("/mcp", mcpHandler))
 
 	notFound := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, errPathNotFound(r.URL.Path))
@@ -170,7 +176,7 @@ func build(cfg Config, deps Deps) (*server, http.Handler, error) {
 	if cfg.UI != nil {
 		r.MatcherFunc(func(r *http.Request, _ *mux.RouteMatch) bool {
 			return !isAPIPath(r.URL.Path)
-		}).Handler(cfg.UI)
+		}).Handler(routed("ui", cfg.UI))
 	}
 	r.NotFoundHandler = notFound
 

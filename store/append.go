@@ -247,6 +247,7 @@ func (s *Store) commit(batch []*request) {
 		}
 		tip := chain{seq: s.head.Load(), hash: s.headHash}
 		copy(tip.raw[:], hashBytes(tip.hash))
+		began := time.Now()
 		err := s.update(func(tx *bolt.Tx) error {
 			results = make([]result, len(pending))
 			lb := tx.Bucket(bLog)
@@ -272,6 +273,9 @@ func (s *Store) commit(batch []*request) {
 		})
 		if err == nil {
 			moved := tip.seq != s.head.Load()
+			if obs := s.commitObserver.Load(); obs != nil && moved {
+				(*obs)(int(tip.seq-s.head.Load()), time.Since(began))
+			}
 			s.headHash = tip.hash
 			s.head.Store(tip.seq)
 			s.writeMu.Unlock()

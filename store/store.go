@@ -102,8 +102,11 @@ type Store struct {
 	writeMu  sync.Mutex
 	headHash string
 
-	head  atomic.Uint64
-	first atomic.Uint64 // anchor seq + 1
+	head atomic.Uint64
+	// commitObserver is told of every commit that appended events
+	// (SetCommitObserver).
+	commitObserver atomic.Pointer[func(events int, took time.Duration)]
+	first          atomic.Uint64 // anchor seq + 1
 
 	hooksMu sync.Mutex
 	hooks   []func(head uint64)

@@ -157,6 +157,8 @@ type core struct {
 	rules *notify.Rules
 	notes httpapi.Notifications
 	mcp   http.Handler
+	// metrics are serve's /metrics (nil for a command alone).
+	metrics *serviceMetrics
 }
 
 // replayProgressEvery is how often a replay reports how far it got.

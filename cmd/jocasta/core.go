@@ -182,6 +182,8 @@ func (c *core) api(cfg *config.Config, log zerolog.Logger) (http.Handler, error)
 		MCPEnabled:     cfg.Server.MCP.Enabled,
 		UI:             c.ui,
 		MCP:            c.mcp,
+		Metrics:        c.metricsHandler(),
+		ObserveRequest: c.observeRequest(),
 	}, httpapi.Deps{Notifications: c.notes, Inventory: c.inv, Traffic: c.traffic, Commander: c.commander(), Auth: c.access, Ready: c.readiness(),
 		Space: newDiskSpace(filepath.Dir(cfg.DBFile())), Log: log, Now: c.now})
 }

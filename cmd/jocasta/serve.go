@@ -127,6 +127,7 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 	}
 	c := &core{st: st, run: run, access: set.access, inv: set.inv, traffic: set.traffic, rules: set.rules, now: now, sync: run.WaitFor}
 	c.health = &health{caughtUp: run, st: st}
+	c.metrics = newServiceMetrics(c)
 	rlog := log.With().Str("component", "replay").Logger()
 	c.progress = func(format string, args ...any) { rlog.Info().Msgf(format, args...) }
 	c.projs = func() []runner.Projection {
@@ -219,7 +220,7 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 	}
 	if err == nil {
 		sched := &scheduler.Scheduler{
-			Sink:  ingest.NewSink(st),
+			Sink:  c.metrics.sink(ingest.NewSink(st)),
 			Ready: func(ctx context.Context) error { return run.WaitFor(ctx, headAtStart) },
 			Log:   slogger,
 		}

@@ -80,6 +80,9 @@ type Options struct {
 	// Keep is how many sent and filtered records a destination's ledger
 	// keeps (the oldest go first); pending and dead ones are always kept.
 	Keep int
+	// Observe, when set, is told of every delivery attempt's outcome:
+	// "sent", "retry" (failed, to be tried again) or "dead" (given up).
+	Observe func(destination, outcome string)
 }
 
 func (o *Options) setDefaults() {
@@ -560,6 +563,18 @@ func (s *sender) settle(r *Record, res result, now time.Time) {
 	}
 	if r.RetryFrom == nil {
 		r.RetryFrom = &t
+	}
+	if o.Observe != nil {
+		defer func() {
+			outcome := "retry"
+			switch r.State {
+			case StateSent:
+				outcome = "sent"
+			case StateDead:
+				outcome = "dead"
+			}
+			o.Observe(s.dest.Name, outcome)
+		}()
 	}
 	switch {
 	case res.ok():
