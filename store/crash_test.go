@@ -33,6 +33,9 @@ func crashChild(path string) {
 		fmt.Fprintln(os.Stderr, "crash child:", err)
 		os.Exit(2)
 	}
+	// The kill's delay counts from here, not from the process start,
+	// which a loaded machine (a race build, a CI run) makes slow.
+	fmt.Fprintln(os.Stderr, "ready")
 	var mu sync.Mutex
 	ack := func(evs []events.Envelope) {
 		mu.Lock()
@@ -140,16 +143,45 @@ func runAndKill(t *testing.T, path string, delay time.Duration) []byte {
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "JOCASTA_CRASH_CHILD="+path)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Stdout = &stdout
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		sc := bufio.NewScanner(errPipe)
+		once := false
+		for sc.Scan() {
+			if !once && sc.Text() == "ready" {
+				once = true
+				close(ready)
+				continue
+			}
+			stderr.WriteString(sc.Text() + "\n")
+		}
+	}()
+	select {
+	case <-ready:
+	case <-copied:
+		cmd.Wait()
+		t.Fatalf("the crash child stopped before it opened the store: %s", stderr.Bytes())
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("the crash child did not open the store within 60s")
 	}
 	timer := time.NewTimer(delay)
 	<-timer.C
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatalf("kill: %v", err)
 	}
-	err := cmd.Wait()
+	<-copied
+	err = cmd.Wait()
 	if st, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !st.Signaled() {
 		t.Fatalf("child ended by itself (%v): %s", err, stderr.Bytes())
 	}
