@@ -36,3 +36,16 @@ func TestTokenCreateDefaults(t *testing.T) {
 		t.Errorf("without a name: %d %q", code, stderr)
 	}
 }
+
+// jocasta health answers 0 while serve is up, 1 when nothing answers.
+func TestHealthCommand(t *testing.T) {
+	cfg := writeConfig(t, t.TempDir(), noSweeps)
+	d := startDaemon(t, cfg)
+	if code, out, stderr := cli(t, "", "health", "--url", d.base+"/api/livez"); code != 0 || !strings.Contains(out, `"status":"ok"`) {
+		t.Fatalf("health of a running serve: %d %q %q", code, out, stderr)
+	}
+	d.stop()
+	if code, _, stderr := cli(t, "", "health", "--url", d.base+"/api/livez"); code != 1 || stderr == "" {
+		t.Fatalf("health of a stopped serve: %d %q", code, stderr)
+	}
+}

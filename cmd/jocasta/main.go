@@ -61,6 +61,7 @@ commands:
   notify ledger NAME [--state S] [--limit N] [--json] | notify redeliver NAME ID|--all NAME
   replay [--until T] --output FILE       rebuild every projection into a fresh database
   backup --output FILE [--force]         a verified copy of the database, also while serve runs
+  health [--url URL]                     exit 0 when serve answers /api/livez (container health checks)
   restore FILE [--force]                 put a verified backup in place of the database (serve stopped)
   list-sources                           the source kinds this build has
   version
@@ -133,6 +134,8 @@ func dispatch(e *env, args []string) error {
 		return cmdNotify(e, rest)
 	case "replay":
 		return cmdReplay(e, rest)
+	case "health":
+		return cmdHealth(e, rest)
 	case "backup":
 		return cmdBackup(e, rest)
 	case "restore":
