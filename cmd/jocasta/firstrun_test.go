@@ -49,3 +49,31 @@ func TestHealthCommand(t *testing.T) {
 		t.Fatalf("health of a stopped serve: %d %q", code, stderr)
 	}
 }
+
+// A first start says where to go: the URL, the setup link for the first
+// account, and the command for a first API token; once a token and an
+// account exist, only the URL.
+func TestFirstRunReadyLine(t *testing.T) {
+	cfg := writeConfig(t, t.TempDir(), noSweeps)
+	d := startDaemon(t, cfg)
+	if !eventually(10*time.Second, func() bool { return strings.Contains(d.log.String(), "setup_link") }) {
+		t.Fatalf("no setup link:\n%s", d.log)
+	}
+	logs := d.log.String()
+	for _, want := range []string{`"url":"` + d.base + `/"`, `"first_api_token":"jocasta token create --name NAME"`, `"setup_link":"` + d.base + `/setup?token=`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the first start's log lacks %s:\n%s", want, logs)
+		}
+	}
+	d.stop()
+	cli(t, "", "token", "create", "--config", cfg, "--name", "first")
+	cli(t, "pw-long-enough-1\n", "user", "add", "ann", "--password-stdin", "--config", cfg)
+	d = startDaemon(t, cfg)
+	if !eventually(10*time.Second, func() bool { return strings.Contains(d.log.String(), "ready: the web interface") }) {
+		t.Fatalf("no ready line:\n%s", d.log)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if logs := d.log.String(); strings.Contains(logs, "first_api_token") || strings.Contains(logs, "setup_link") {
+		t.Errorf("a second start repeats the first-run hints:\n%s", logs)
+	}
+}

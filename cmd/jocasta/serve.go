@@ -50,10 +50,14 @@ func cmdServe(e *env, args []string) error {
 	if w := configModeWarning(path); w != "" {
 		log.Warn().Msg(w)
 	}
+	if path != "" {
+		e.ctx = context.WithValue(e.ctx, configPathKey{}, path)
+	}
 	if path == "" {
 		path = "(none: defaults and SVC_ variables)"
 	}
 	log.Info().Str("version", version).Str("config", path).Str("db", cfg.DBFile()).Msg("jocasta starting")
+
 	if tuneGC(serveGCPercent) {
 		log.Info().Int("gogc", serveGCPercent).Msg("collector target set (GOGC and GOMEMLIMIT are unset)")
 	}
@@ -247,9 +251,23 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 	})
 	g.Go(control.Serve)
 	g.Go(func() error {
-		// The setup link, once the accounts are known: only when none exists.
-		if run.WaitFor(gctx, headAtStart) == nil && !set.access.HasUsers() {
-			log.Warn().Str("setup_link", "http://"+ln.Addr().String()+"/setup?token="+setupSecret).
+		// Once the read models have caught up: where to go, and, on a
+		// first run, the setup link and the command for a first token.
+		if run.WaitFor(gctx, headAtStart) != nil {
+			return nil
+		}
+		base := browsableBase(ln.Addr(), cfg.Server.Host)
+		ev := log.Info().Str("url", base+"/")
+		if len(set.access.Tokens(now())) == 0 {
+			tokenCmd := "jocasta token create --name NAME"
+			if p, ok := ctx.Value(configPathKey{}).(string); ok && p != "" {
+				tokenCmd += " --config " + p
+			}
+			ev = ev.Str("first_api_token", tokenCmd)
+		}
+		ev.Msg("ready: the web interface and the API answer")
+		if !set.access.HasUsers() {
+			log.Warn().Str("setup_link", base+"/setup?token="+setupSecret).
 				Msg("no web sign-in account exists: open this one-time link to create the first one (or run jocasta user add)")
 		}
 		return nil
@@ -309,4 +327,23 @@ func (c *core) webUI(cfg *config.Config, log zerolog.Logger) (http.Handler, stri
 		return nil, "", err
 	}
 	return h, secret, nil
+}
+
+// configPathKey holds, in serve's context, the config file serve read, for
+// the first-token hint of its ready line.
+type configPathKey struct{}
+
+// browsableBase is the URL a person opens for addr, the listening
+// address: a wildcard one (0.0.0.0, ::) becomes server.host when that is
+// a name, else localhost.
+func browsableBase(addr net.Addr, host string) string {
+	ta, ok := addr.(*net.TCPAddr)
+	if !ok || (ta.IP != nil && !ta.IP.IsUnspecified()) {
+		return "http://" + addr.String()
+	}
+	h := host
+	if ip := net.ParseIP(host); h == "" || ip != nil {
+		h = "localhost"
+	}
+	return "http://" + net.JoinHostPort(h, strconv.Itoa(ta.Port))
 }
