@@ -40,7 +40,8 @@ func fastInto[T any](p []byte, dst *T, zero bool, decode func([]byte, *T) bool) 
 
 func (p *SweepCompleted) isZero() bool {
 	return p.ScanID == "" && p.Started == (time.Time{}) && p.Finished == (time.Time{}) &&
-		p.Networks == nil && p.ProbesSent == 0 && !p.Complete && p.Errors == nil && p.Hosts == nil
+		p.Networks == nil && p.ProbesSent == 0 && !p.Complete && p.Errors == nil && p.Hosts == nil &&
+		p.Base == 0 && p.Same == nil
 }
 
 // decodeClockTicked parses a ClockTicked payload.

@@ -205,6 +205,8 @@ func TestSweepCompletedIsZero(t *testing.T) {
 			f.SetString("x")
 		case reflect.Int:
 			f.SetInt(1)
+		case reflect.Uint64:
+			f.SetUint(1)
 		case reflect.Bool:
 			f.SetBool(true)
 		default:

@@ -4,7 +4,8 @@ package events
 // it here and to docs/events.md (a test checks both).
 func Kinds() []KindSpec {
 	return []KindSpec{
-		{Kind: KindSweepCompleted, Version: 1, Payload: SweepCompleted{}, Summary: "one whole device sweep with every responder"},
+		{Kind: KindSweepCompleted, Version: 2, Payload: SweepCompleted{}, Summary: "one whole device sweep with every responder (v2: the responders unchanged since the source's previous sweep by reference)",
+			Upcasters: []Upcaster{{From: 1, Up: sameShape}}},
 		{Kind: KindPortScanCompleted, Version: 1, Payload: PortScanCompleted{}, Summary: "one whole TCP port scan with the open ports of every target"},
 		{Kind: KindPluginRead, Version: 1, Payload: PluginRead{}, Summary: "one read of a router's, switch's or access point's host tables, as the difference from the previous read"},
 		{Kind: KindScanFailed, Version: 1, Payload: ScanFailed{}, Summary: "a source's run that produced nothing, with the reason"},

@@ -1,6 +1,14 @@
 package events
 
-import "time"
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+)
 
 // Kinds of observation events.
 const (
@@ -36,9 +44,19 @@ type SweepCompleted struct {
 	ProbesSent int `json:"probes_sent"`
 	// Complete is false when the sweep failed or was cut short; an
 	// incomplete sweep is never evidence that a device is gone.
-	Complete bool        `json:"complete"`
-	Errors   []string    `json:"errors,omitempty"`
-	Hosts    []SweepHost `json:"hosts"`
+	Complete bool     `json:"complete"`
+	Errors   []string `json:"errors,omitempty"`
+	// Base, when not 0, is the seq of the same source's previous sweep,
+	// and Same lists the responders that answered exactly as they did in
+	// it (same address, network, MAC, how, names, services, UPnP) as
+	// pairs of numbers: the host's index in that sweep's responders, then
+	// this round trip in microseconds. Hosts holds the others, whole. The
+	// sweep's responders are both together, in address order: a stable
+	// network costs a few bytes per host and sweep instead of a whole
+	// record (v2; a v1 sweep has only Hosts).
+	Base  uint64      `json:"base,omitempty"`
+	Same  []int64     `json:"same,omitempty"`
+	Hosts []SweepHost `json:"hosts"`
 }
 
 // SweepHost is one responder of a sweep.
@@ -95,4 +113,66 @@ type PortScanCompleted struct {
 type PortResult struct {
 	IP   string   `json:"ip"`
 	Open []uint16 `json:"open"`
+}
+
+// sameShape upcasts a payload whose new version only added optional
+// fields: the bytes read as they are.
+func sameShape(p json.RawMessage) (json.RawMessage, error) { return p, nil }
+
+// ResolveSweep returns the responders of a v2 sweep: the hosts of Same,
+// taken from base (the responders of the source's sweep at seq Base) with
+// their new round trips, and Hosts, in address order. A reference outside
+// base is an error (the base is not the one the sweep was written
+// against). A sweep with Base 0 is its Hosts.
+func ResolveSweep(p *SweepCompleted, base []SweepHost) ([]SweepHost, error) {
+	if p.Base == 0 {
+		return p.Hosts, nil
+	}
+	if len(p.Same)%2 != 0 {
+		return nil, fmt.Errorf("sweep %s: same has an odd number of entries", p.ScanID)
+	}
+	out := make([]SweepHost, 0, len(p.Same)/2+len(p.Hosts))
+	for i := 0; i < len(p.Same); i += 2 {
+		idx, rtt := p.Same[i], p.Same[i+1]
+		if idx < 0 || idx >= int64(len(base)) {
+			return nil, fmt.Errorf("sweep %s: responder %d of seq %d, which has %d", p.ScanID, idx, p.Base, len(base))
+		}
+		h := base[idx]
+		h.RTTMicros = rtt
+		out = append(out, h)
+	}
+	out = append(out, p.Hosts...)
+	SortSweepHosts(out)
+	return out, nil
+}
+
+// SortSweepHosts orders responders by address (an address that does not
+// parse sorts after the others, by its text).
+func SortSweepHosts(hs []SweepHost) {
+	slices.SortStableFunc(hs, func(a, b SweepHost) int {
+		x, errA := netip.ParseAddr(a.IP)
+		y, errB := netip.ParseAddr(b.IP)
+		switch {
+		case errA == nil && errB == nil:
+			return x.Compare(y)
+		case errA == nil:
+			return -1
+		case errB == nil:
+			return 1
+		}
+		return strings.Compare(a.IP, b.IP)
+	})
+}
+
+// SameResponder reports whether b answered as a did, round trip aside.
+func SameResponder(a, b *SweepHost) bool {
+	if a.IP != b.IP || a.Network != b.Network || a.MAC != b.MAC || a.Via != b.Via ||
+		!maps.Equal(a.Names, b.Names) || !slices.Equal(a.Services, b.Services) {
+		return false
+	}
+	switch {
+	case a.UPnP == nil || b.UPnP == nil:
+		return a.UPnP == b.UPnP
+	}
+	return *a.UPnP == *b.UPnP
 }

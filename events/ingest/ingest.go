@@ -155,8 +155,10 @@ type Sink struct {
 	log Appender
 	// reads is the last appended host read of each source, the base of
 	// the next one's difference. It starts empty, so the first read of
-	// each source after a start is written whole.
-	reads readStates
+	// each source after a start is written whole. sweeps is the same for
+	// sweeps.
+	reads  readStates
+	sweeps sweepBases
 }
 
 // NewSink returns a sink appending to log.
@@ -164,8 +166,11 @@ func NewSink(log Appender) *Sink { return &Sink{log: log} }
 
 // Record implements scheduler.Sink.
 func (s *Sink) Record(ctx context.Context, run sources.Run) error {
-	if r, ok := run.Result.(*sources.HostRead); ok {
+	switch r := run.Result.(type) {
+	case *sources.HostRead:
 		return s.recordRead(ctx, run, r)
+	case *sources.Sweep:
+		return s.recordSweep(ctx, run, r)
 	}
 	e, err := RunEvent(run)
 	if err != nil {

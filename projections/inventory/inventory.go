@@ -21,7 +21,7 @@ const Name = "inventory"
 
 // Version of the projection's rows and rules. Raising it rebuilds the
 // projection from the log at the next start.
-const Version = 2
+const Version = 3
 
 // Defaults for [Options], the contract's defaults.
 const (
@@ -48,7 +48,7 @@ const (
 
 var allBuckets = []string{
 	bucketDevices, bucketChanges, bucketChangesByDevice, bucketChangesByTime,
-	bucketScans, bucketMeta, bucketReads,
+	bucketScans, bucketMeta, bucketReads, bucketSweepBase,
 }
 
 // metaPresence is the key in bucketMeta of the presence evidence.
@@ -112,12 +112,16 @@ type Inventory struct {
 	anyDone time.Time
 	health  map[string]*sourceHealth // by source
 	reads   map[string]*hostSet      // plugin sources' host sets
-	version uint64                   // bumped by every change, keys the query caches
+	// sweepBases are the sweep sources' last sweeps (sweepbase.go).
+	sweepBases map[string]*sweepBase
+	version    uint64 // bumped by every change, keys the query caches
 
 	dirty      map[string]*device
 	deleted    map[string]bool
 	metaDirty  bool
 	readsDirty map[string]map[string]bool
+	// sweepBaseDirty lists the sources whose last sweep moved.
+	sweepBaseDirty map[string]bool
 
 	idxMu sync.Mutex
 	idx   *queryCache
@@ -161,6 +165,8 @@ func (i *Inventory) reset() {
 	i.health = map[string]*sourceHealth{}
 	i.reads = map[string]*hostSet{}
 	i.readsDirty = map[string]map[string]bool{}
+	i.sweepBases = map[string]*sweepBase{}
+	i.sweepBaseDirty = map[string]bool{}
 	i.dirty = map[string]*device{}
 	i.deleted = map[string]bool{}
 	i.metaDirty = false
@@ -234,6 +240,10 @@ func (i *Inventory) Load(tx *bolt.Tx) error {
 	if err := i.loadReads(tx); err != nil {
 		i.reset()
 		return fmt.Errorf("inventory: load plugin reads: %w", err)
+	}
+	if err := i.loadSweepBases(tx); err != nil {
+		i.reset()
+		return fmt.Errorf("inventory: load sweep bases: %w", err)
 	}
 	for _, id := range i.sortedIDs() {
 		d := i.devs[id]
@@ -315,6 +325,9 @@ func (i *Inventory) Flush(tx *bolt.Tx) error {
 	if err := i.flushReads(tx); err != nil {
 		return err
 	}
+	if err := i.flushSweepBases(tx); err != nil {
+		return err
+	}
 	clear(i.dirty)
 	clear(i.deleted)
 	i.metaDirty = false
@@ -365,6 +378,9 @@ func (i *Inventory) Prepare(ev events.Envelope) (any, error) {
 	}
 	switch v := p.(type) {
 	case *events.SweepCompleted:
+		if v.Base != 0 {
+			return &deltaPrep{p: v}, nil // resolved at apply: it needs the previous sweep
+		}
 		return prepareSweep(ev, v), nil
 	case *events.PortScanCompleted:
 		return preparePortScan(ev, v), nil
@@ -385,7 +401,12 @@ func (i *Inventory) ApplyPrepared(tx *bolt.Tx, ev events.Envelope, prepared any)
 	var err error
 	switch p := prepared.(type) {
 	case *sweepPrep:
+		i.keepSweepBase(ev.Source, ev.Seq, p.payload.Hosts)
 		err = i.applySweep(em, p)
+	case *deltaPrep:
+		whole := i.resolveSweep(ev.Source, p.p)
+		i.keepSweepBase(ev.Source, ev.Seq, whole.Hosts)
+		err = i.applySweep(em, prepareSweep(ev, whole))
 	case *portPrep:
 		err = i.applyPortScan(em, p)
 	case *events.DeviceEdited:

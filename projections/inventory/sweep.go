@@ -112,6 +112,7 @@ type sweepPrep struct {
 	nets       []string
 	complete   bool
 	errors     []string
+	payload    *events.SweepCompleted
 	hosts      []hostPrep
 	scanKey    []byte
 	scanRow    []byte
@@ -129,7 +130,7 @@ type hostPrep struct {
 
 // prepareSweep normalises a sweep and encodes its scan-log row.
 func prepareSweep(ev events.Envelope, p *events.SweepCompleted) *sweepPrep {
-	sp := &sweepPrep{fin: p.Finished.UTC(), start: p.Started.UTC(), complete: p.Complete, errors: p.Errors}
+	sp := &sweepPrep{fin: p.Finished.UTC(), start: p.Started.UTC(), complete: p.Complete, errors: p.Errors, payload: p}
 	if p.Finished.IsZero() {
 		sp.fin = ev.Time.UTC()
 	}

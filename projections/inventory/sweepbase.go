@@ -1,0 +1,136 @@
+package inventory
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/jocasta/jocasta/events"
+)
+
+// bucketSweepBase holds, per sweep source, the responders of its last
+// sweep: what the next sweep's references (SweepCompleted.Same) point
+// into. Key "<source>" → the responders as JSON (round trips left out:
+// references carry their own), rewritten only when a responder changed;
+// key "<source>\x00seq" → the seq of that sweep.
+const bucketSweepBase = "inventory.sweep_base"
+
+// sweepBase is one source's last sweep.
+type sweepBase struct {
+	seq   uint64
+	hosts []events.SweepHost
+	dirty bool // hosts changed since stored
+}
+
+// deltaPrep is a sweep written against its source's previous one, to be
+// resolved at apply time (it needs that sweep's responders).
+type deltaPrep struct {
+	p *events.SweepCompleted
+}
+
+// resolveSweep turns a sweep written against its source's previous one
+// into the whole sweep. A sweep whose base this projection does not hold
+// (which the sink never writes) keeps only its whole hosts: what it says
+// of the others is lost, and it is applied as incomplete, so that their
+// silence is no evidence.
+func (i *Inventory) resolveSweep(src string, p *events.SweepCompleted) *events.SweepCompleted {
+	b := i.sweepBases[src]
+	var base []events.SweepHost
+	if b != nil && b.seq == p.Base {
+		base = b.hosts
+	}
+	r := *p
+	hosts, err := events.ResolveSweep(p, base)
+	if err != nil {
+		r.Complete = false
+		r.Errors = append(append([]string(nil), p.Errors...), "this sweep's base is missing from the inventory: responders it names by reference are not applied")
+		hosts = append([]events.SweepHost(nil), p.Hosts...)
+		events.SortSweepHosts(hosts)
+	}
+	r.Hosts, r.Base, r.Same = hosts, 0, nil
+	return &r
+}
+
+// keepSweepBase records a source's sweep (whole, in address order) as the
+// base of its next one.
+func (i *Inventory) keepSweepBase(src string, seq uint64, hosts []events.SweepHost) {
+	b := i.sweepBases[src]
+	if b == nil {
+		b = &sweepBase{}
+		i.sweepBases[src] = b
+	}
+	b.seq = seq
+	same := len(b.hosts) == len(hosts)
+	for k := 0; same && k < len(hosts); k++ {
+		same = events.SameResponder(&b.hosts[k], &hosts[k])
+	}
+	if !same {
+		b.hosts = make([]events.SweepHost, len(hosts))
+		copy(b.hosts, hosts)
+		for k := range b.hosts {
+			b.hosts[k].RTTMicros = 0
+		}
+		b.dirty = true
+	}
+	i.sweepBaseDirty[src] = true
+}
+
+func sweepSeqKey(src string) []byte { return []byte(src + "\x00seq") }
+
+// loadSweepBases reads the sources' last sweeps.
+func (i *Inventory) loadSweepBases(tx *bolt.Tx) error {
+	b := tx.Bucket([]byte(bucketSweepBase))
+	if b == nil {
+		return nil
+	}
+	return b.ForEach(func(k, v []byte) error {
+		src, isSeq := strings.CutSuffix(string(k), "\x00seq")
+		sb := i.sweepBases[src]
+		if sb == nil {
+			sb = &sweepBase{}
+			i.sweepBases[src] = sb
+		}
+		if isSeq {
+			if len(v) != 8 {
+				return fmt.Errorf("sweep base %q: seq of %d bytes", src, len(v))
+			}
+			sb.seq = binary.BigEndian.Uint64(v)
+			return nil
+		}
+		return json.Unmarshal(v, &sb.hosts)
+	})
+}
+
+// flushSweepBases writes the sources' last sweeps that moved.
+func (i *Inventory) flushSweepBases(tx *bolt.Tx) error {
+	if len(i.sweepBaseDirty) == 0 {
+		return nil
+	}
+	b := tx.Bucket([]byte(bucketSweepBase))
+	if b == nil {
+		return fmt.Errorf("inventory: flush: bucket %q missing", bucketSweepBase)
+	}
+	for _, src := range sortedKeys(i.sweepBaseDirty) {
+		sb := i.sweepBases[src]
+		var seq [8]byte
+		binary.BigEndian.PutUint64(seq[:], sb.seq)
+		if err := b.Put(sweepSeqKey(src), seq[:]); err != nil {
+			return fmt.Errorf("inventory: flush: sweep base seq: %w", err)
+		}
+		if sb.dirty {
+			v, err := json.Marshal(sb.hosts)
+			if err != nil {
+				return fmt.Errorf("inventory: flush: encode sweep base: %w", err)
+			}
+			if err := b.Put([]byte(src), v); err != nil {
+				return fmt.Errorf("inventory: flush: sweep base: %w", err)
+			}
+			sb.dirty = false
+		}
+	}
+	clear(i.sweepBaseDirty)
+	return nil
+}

@@ -1,0 +1,127 @@
+package inventory
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/jocasta/jocasta/events"
+	"github.com/jocasta/jocasta/events/ingest"
+	"github.com/jocasta/jocasta/projections"
+	"github.com/jocasta/jocasta/sources"
+)
+
+// harnessLog is an ingest.Appender that applies each event to a harness
+// as the runner would, with the harness's seqs.
+type harnessLog struct {
+	h     *harness
+	bytes int
+}
+
+func (l *harnessLog) Append(_ context.Context, evs ...events.Envelope) ([]events.Envelope, error) {
+	for k := range evs {
+		l.h.seq++
+		evs[k].Seq = l.h.seq
+		evs[k].ID = fmt.Sprintf("%032x", l.h.seq)
+		l.bytes += len(evs[k].Payload)
+		l.h.applyEv(evs[k])
+	}
+	return evs, nil
+}
+
+// churnSweep is sweep n of a /24 that changes now and then: a host
+// leaves, one comes, one moves, a name changes, round trips jitter.
+func churnSweep(n int, fin time.Time) *sources.Sweep {
+	pfx := netip.MustParsePrefix(lab)
+	s := &sources.Sweep{ScanID: fmt.Sprint(n), Started: fin.Add(-5 * time.Second), Finished: fin, Networks: []netip.Prefix{pfx},
+		ProbesSent: 254, Complete: n%7 != 3}
+	for i := range 20 {
+		if i == 5 && n%4 >= 2 { // comes and goes
+			continue
+		}
+		ip := netip.AddrFrom4([4]byte{10, 0, 0, byte(10 + i)})
+		if i == 7 && n >= 6 { // moves
+			ip = netip.AddrFrom4([4]byte{10, 0, 0, 200})
+		}
+		h := &sources.Host{IP: ip, Network: pfx, MAC: net.HardwareAddr{0, 0x11, 0x22, 0, 0, byte(i)}, Via: sources.ViaICMP,
+			RTT: time.Duration(100+(n*37+i*11)%900) * time.Microsecond}
+		if i%3 == 0 {
+			h.Names = map[string]string{"dns": fmt.Sprintf("h%d.lab", i)}
+		}
+		if i == 9 && n >= 4 {
+			h.Names = map[string]string{"mdns": "renamed.local"}
+		}
+		if i == 12 && n%5 == 0 {
+			h.Via = sources.ViaARP
+		}
+		s.Hosts = append(s.Hosts, h)
+	}
+	return s
+}
+
+// Sweeps written against their source's previous sweep build exactly the
+// inventory the same sweeps written whole build, and the log holds far
+// fewer bytes.
+func TestSweepDifferencesEqualWholeSweeps(t *testing.T) {
+	whole := newHarness(t, Options{})
+	delta := newHarness(t, Options{})
+	dlog := &harnessLog{h: delta}
+	sink := ingest.NewSink(dlog)
+	wholeBytes := 0
+	for n := range 12 {
+		fin := t0.Add(time.Duration(n) * 5 * time.Minute)
+		e, err := ingest.SweepEvent(churnSweep(n, fin), "sweep:lab")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wholeBytes += len(e.Payload)
+		whole.applyEv(whole.envelope(e.Kind, mustPayload(t, e), fin, "sweep:lab", "sweep:lab", ""))
+		sw := churnSweep(n, fin)
+		if err := sink.Record(context.Background(), sources.Run{Instance: sources.Instance{Source: "sweep:lab", Kind: "sweep"}, Started: sw.Started, Finished: fin, Result: sw}); err != nil {
+			t.Fatal(err)
+		}
+		whole.tick(fin.Add(time.Minute))
+		delta.tick(fin.Add(time.Minute))
+	}
+	if d := cmp.Diff(snapshotAll(t, whole.inv), snapshotAll(t, delta.inv)); d != "" {
+		t.Fatalf("the inventory from sweeps by difference differs (-whole +delta):\n%s", d)
+	}
+	if dlog.bytes*2 > wholeBytes {
+		t.Errorf("sweeps by difference are %d bytes, whole ones %d", dlog.bytes, wholeBytes)
+	}
+	delta.checkReload()
+}
+
+func mustPayload(t *testing.T, e events.Envelope) events.SweepCompleted {
+	t.Helper()
+	var p events.SweepCompleted
+	if err := events.Default.DecodeInto(e, &p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A difference against a sweep this inventory does not hold applies its
+// whole hosts, as an incomplete sweep, and says so in the scan log.
+func TestSweepDifferenceWithoutItsBase(t *testing.T) {
+	h := newHarness(t, Options{})
+	p := events.SweepCompleted{ScanID: "d", Started: t0, Finished: t0.Add(time.Second), Networks: []string{lab}, Complete: true,
+		Base: 99, Same: []int64{0, 500, 1, 600}, Hosts: []events.SweepHost{host("10.0.0.50", "00:11:22:00:00:50")}}
+	h.applyEv(h.envelope(events.KindSweepCompleted, p, p.Finished, "sweep:lab", "sweep:lab", ""))
+	h.devices(1)
+	sc, err := h.inv.ListScans(t.Context(), scanFilterAll())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := sc.Items[0]; s.Complete || !strings.Contains(strings.Join(s.Errors, ";"), "base is missing") {
+		t.Fatalf("%s", js(s))
+	}
+}
+
+func scanFilterAll() projections.ScanFilter { return projections.ScanFilter{Limit: MaxLimit} }
