@@ -27,6 +27,7 @@ import (
 	"github.com/jocasta/jocasta/projections/notify/httpnotify"
 	"github.com/jocasta/jocasta/projections/notify/push"
 	"github.com/jocasta/jocasta/projections/notify/webhook"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
 // feed is an in-memory change feed with the inventory's contract:
@@ -118,6 +119,8 @@ type receiver struct {
 	hold time.Duration // answer this late (a timeout)
 	// holdOnce holds only the next request.
 	holdOnce bool
+	// slowBody answers 200 at once, then holds the body back for hold.
+	slowBody bool
 	rcvd     chan struct{}
 }
 
@@ -130,7 +133,7 @@ func newReceiver(t *testing.T) *receiver {
 		if len(r.fail) > 0 {
 			status, r.fail = r.fail[0], r.fail[1:]
 		}
-		hold := r.hold
+		hold, slow := r.hold, r.slowBody
 		if r.holdOnce {
 			r.hold = 0
 		}
@@ -139,6 +142,17 @@ func newReceiver(t *testing.T) *receiver {
 			r.body = append(r.body, b)
 		}
 		r.mu.Unlock()
+		if slow && hold > 0 {
+			w.WriteHeader(status)
+			w.(http.Flusher).Flush()
+			select {
+			case <-time.After(hold):
+			case <-req.Context().Done():
+			}
+			w.Write([]byte("late"))
+			r.rcvd <- struct{}{}
+			return
+		}
 		if hold > 0 {
 			select {
 			case <-time.After(hold):
@@ -233,6 +247,14 @@ func verify(t *testing.T, secret string, req *http.Request, body []byte) {
 	want := "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
 	if got := req.Header.Get("webhook-signature"); !hmac.Equal([]byte(got), []byte(want)) {
 		t.Errorf("webhook-signature %q, want %q", got, want)
+	}
+	// And as a receiver using the reference library verifies it.
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wh.Verify(body, req.Header); err != nil {
+		t.Errorf("the reference standardwebhooks library refuses the delivery: %v", err)
 	}
 }
 
@@ -350,6 +372,26 @@ func TestFailures(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A receiver that answers 200 and then holds its body back neither
+// hangs the dispatcher past its timeout nor turns the delivery into a
+// failure: the status decided it.
+func TestSlowBody(t *testing.T) {
+	db, f := openDB(t), newFeed()
+	rcv := newReceiver(t)
+	rcv.slowBody, rcv.hold = true, 5*time.Second
+	start(t, db, f, rules{"hook": allKinds}, hook("hook", rcv.URL, secret))
+	time.Sleep(30 * time.Millisecond)
+	f.add(projections.ChangeDiscovered, "a")
+	began := time.Now()
+	r := ledgerState(t, db, "hook", "ev1-0", notify.StateSent)
+	if took := time.Since(began); took > 3*time.Second {
+		t.Errorf("the delivery took %v behind a slow body (timeout 1s)", took)
+	}
+	if len(r.Attempts) != 1 || r.Attempts[0].Status != 200 {
+		t.Errorf("attempts %+v", r.Attempts)
 	}
 }
 
