@@ -37,6 +37,7 @@ func (c *core) newDispatcher(cfg *config.Config, log *slog.Logger) (*notify.Disp
 	return notify.New(notify.Options{
 		DB: c.st.DB(), Head: c.st.Head, WaitFor: c.sync, Feed: c.inv, Rules: c.rules,
 		Destinations: notifyDestinations(cfg), Log: log, Now: c.now, Observe: c.observeDelivery(),
+		LinkBase: cfg.Server.BaseURL,
 	})
 }
 

@@ -257,6 +257,9 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 			return nil
 		}
 		base := browsableBase(ln.Addr(), cfg.Server.Host)
+		if cfg.Server.BaseURL != "" {
+			base = cfg.Server.BaseURL
+		}
 		ev := log.Info().Str("url", base+"/")
 		if len(set.access.Tokens(now())) == 0 {
 			tokenCmd := "jocasta token create --name NAME"

@@ -560,3 +560,31 @@ func TestTestMessage(t *testing.T) {
 }
 
 var _ = net.Dial
+
+// With the web interface's address set (server.base_url), a push message
+// links to the device there; a digest links nowhere.
+func TestPushClickLink(t *testing.T) {
+	db, f := openDB(t), newFeed()
+	rcv := newReceiver(t)
+	dest := notify.Destination{Name: "phone", Enabled: true, Timeout: time.Second, Push: &push.Config{URL: rcv.URL + "/alerts"}}
+	d, err := notify.New(notify.Options{
+		DB: db, Head: f.Head, WaitFor: func(context.Context, uint64) error { return nil },
+		Feed: f, Rules: rules{"phone": allKinds}, Destinations: []notify.Destination{dest}, Poll: 10 * time.Millisecond,
+		LinkBase: "https://jocasta.lan",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	time.Sleep(30 * time.Millisecond)
+	f.add(projections.ChangeDiscovered, "dabc")
+	rcv.wait(t, 1)
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	if got := rcv.got[0].Header.Get("X-Click"); got != "https://jocasta.lan/devices/dabc" {
+		t.Errorf("X-Click %q", got)
+	}
+}

@@ -49,9 +49,13 @@ type Server struct {
 	Port           int            `yaml:"port"`                            // default 8080; 1..65535
 	TrustedProxies []netip.Prefix `yaml:"trusted_proxies" cfg:"bare-addr"` // a bare address is its /32 or /128
 	ProxyHeader    string         `yaml:"proxy_header"`                    // x-forwarded-for (default), forwarded or x-real-ip
-	CORS           CORS           `yaml:"cors"`
-	Auth           Auth           `yaml:"auth"`
-	MCP            MCP            `yaml:"mcp"`
+	// BaseURL is the address people reach the web interface at (behind a
+	// proxy, the proxy's): links in notifications and the ready line use
+	// it. Empty: http://<host>:<port>. No path, no trailing slash.
+	BaseURL string `yaml:"base_url"`
+	CORS    CORS   `yaml:"cors"`
+	Auth    Auth   `yaml:"auth"`
+	MCP     MCP    `yaml:"mcp"`
 }
 
 // CORS lists browser origins besides the server's own that may read /api.

@@ -27,6 +27,7 @@ func TestDefaults(t *testing.T) {
 		{"server.port", c.Server.Port, 8080},
 		{"server.trusted_proxies", len(c.Server.TrustedProxies), 0},
 		{"server.proxy_header", c.Server.ProxyHeader, "x-forwarded-for"},
+		{"server.base_url", c.Server.BaseURL, ""},
 		{"server.cors.allowed_origins", len(c.Server.CORS.AllowedOrigins), 0},
 		{"server.auth.session_lifetime", c.Server.Auth.SessionLifetime, h(168)},
 		{"server.auth.idle_timeout", c.Server.Auth.IdleTimeout, h(24)},

@@ -36,6 +36,7 @@ func keyDocs() map[string]keyDoc {
 		"server.host":                       {doc: "Listen address. 0.0.0.0 listens on every interface. The container image sets 0.0.0.0.", allowed: "an address or host name"},
 		"server.port":                       {doc: "Listen port.", allowed: "1 to 65535"},
 		"server.trusted_proxies":            {doc: "Reverse proxies whose forwarding headers identify the client. Empty: the client address is read from the connection.", allowed: "a list of addresses or CIDR prefixes"},
+		"server.base_url":                   {doc: "The address people reach the web interface at (behind a reverse proxy, the proxy's); push notifications link to devices there. Empty: no links in notifications.", def: "empty", allowed: "an http or https URL with no path, query or fragment"},
 		"server.proxy_header":               {doc: "The one header the trusted proxies write the client's address to; every other forwarding header is ignored, since a client can send its own. x-forwarded-for suits nginx, HAProxy, Caddy and Traefik; forwarded is RFC 7239; x-real-ip is a single address the proxy sets.", allowed: "x-forwarded-for, forwarded, x-real-ip"},
 		"server.cors":                       {doc: "Cross-origin access to /api from browsers."},
 		"server.cors.allowed_origins":       {doc: "Browser origins besides the server's own that may read /api. Empty: no CORS headers are sent.", allowed: "a list of origins as scheme://host[:port]"},

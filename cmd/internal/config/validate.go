@@ -110,6 +110,14 @@ func (l *loader) validateServer(s *Server) {
 		fmt.Sprintf("%q is not a proxy header: write x-forwarded-for (nginx, HAProxy, Caddy, Traefik), forwarded (RFC 7239) or x-real-ip", s.ProxyHeader)) {
 		s.ProxyHeader = ph
 	}
+	if s.BaseURL != "" {
+		u, err := url.Parse(s.BaseURL)
+		ok := err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil &&
+			(u.Path == "" || u.Path == "/") && u.RawQuery == "" && u.Fragment == ""
+		if l.check("server.base_url", ok, fmt.Sprintf("%q is not a base URL: write scheme and host only, such as https://jocasta.lan", s.BaseURL)) {
+			s.BaseURL = strings.TrimSuffix(s.BaseURL, "/")
+		}
+	}
 	for i, p := range s.TrustedProxies {
 		path := fmt.Sprintf("server.trusted_proxies[%d]", i)
 		l.check(path, p == p.Masked(), fmt.Sprintf("%s has bits set after the prefix length; write %s (or the single address %s)", p, p.Masked(), p.Addr()))
