@@ -14,6 +14,7 @@ var changeKinds = []string{
 	projections.ChangeOffline, projections.ChangeQuiet, projections.ChangePortOpened,
 	projections.ChangePortClosed, projections.ChangeEdited, projections.ChangeWatchStarted,
 	projections.ChangeWatchStopped, projections.ChangeAttached, projections.ChangeDeleted,
+	projections.ChangeSourceFailing, projections.ChangeSourceRecovered,
 }
 
 var (

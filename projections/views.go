@@ -24,6 +24,11 @@ const (
 	ChangeWatchStopped   = "device.watch_stopped"
 	ChangeAttached       = "device.attached"
 	ChangeDeleted        = "device.deleted"
+	// ChangeSourceFailing and ChangeSourceRecovered concern a source, not a
+	// device (device_id is empty): a source's run failed or was cut
+	// short after it had worked, and it completed one again.
+	ChangeSourceFailing   = "source.failing"
+	ChangeSourceRecovered = "source.recovered"
 )
 
 // Presence values.

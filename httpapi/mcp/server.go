@@ -370,7 +370,7 @@ func (t *tools) register(s *sdk.Server) {
 	sdk.AddTool(s, &sdk.Tool{Name: "change_log", Annotations: ro, Description: "The change log, newest first: " +
 		"entries with id, time (RFC 3339 UTC), kind (device.discovered, device.online, device.offline, device.quiet, device.address_added, " +
 		"device.address_retired, device.mac_changed, device.name_changed, device.port_opened, device.port_closed, device.edited, " +
-		"device.watch_started, device.watch_stopped, device.attached, device.deleted), device_id, source, actor, a one-sentence summary " +
+		"device.watch_started, device.watch_stopped, device.attached, device.deleted, and source.failing / source.recovered with an empty device_id), device_id, source, actor, a one-sentence summary " +
 		"and old/new data. Give device for one device's history. Up to limit entries (default 50, at most 200)."}, t.changes)
 	sdk.AddTool(s, &sdk.Tool{Name: "list_scans", Annotations: ro, Description: "Past device sweeps, port scans and router reads, newest first: " +
 		"source, kind, start and finish (RFC 3339 UTC), duration_ms (milliseconds), networks, probes sent, hosts found, complete, errors. " +

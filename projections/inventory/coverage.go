@@ -32,6 +32,10 @@ func (i *Inventory) sourceDone(src, kind string, start time.Time) {
 		i.health[src] = h
 	}
 	wasFailing := h.FailingSince != nil
+	if wasFailing {
+		i.sourceChanges = append(i.sourceChanges, sourceChange{kind: projections.ChangeSourceRecovered, source: src,
+			summary: src + " works again", old: h.Reason})
+	}
 	h.Kind = kind
 	if start.After(h.LastComplete) {
 		h.LastComplete = start
@@ -56,6 +60,8 @@ func (i *Inventory) sourceFailing(src, kind string, at time.Time, reason string)
 	}
 	changed := h.FailingSince == nil || h.Reason != reason
 	if h.FailingSince == nil {
+		i.sourceChanges = append(i.sourceChanges, sourceChange{kind: projections.ChangeSourceFailing, source: src,
+			summary: src + " is failing: " + reason, new: reason})
 		t := at
 		h.FailingSince = &t
 	}
@@ -64,6 +70,29 @@ func (i *Inventory) sourceFailing(src, kind string, at time.Time, reason string)
 	if changed {
 		i.refreshOverdue()
 	}
+}
+
+// sourceChange is a source's move between working and failing, to be
+// written to the change log once the event is applied.
+type sourceChange struct {
+	kind, source, summary string
+	old, new              string
+}
+
+// emitSourceChanges writes the source moves the event caused (their
+// device is none).
+func (i *Inventory) emitSourceChanges(em *emitter) error {
+	for _, c := range i.sourceChanges {
+		var data *projections.OldNew
+		if c.old != "" || c.new != "" {
+			data = &projections.OldNew{Old: emptyNil(c.old), New: emptyNil(c.new)}
+		}
+		if err := em.emit(c.kind, "", c.summary, data); err != nil {
+			return err
+		}
+	}
+	i.sourceChanges = i.sourceChanges[:0]
+	return nil
 }
 
 // recentSources lists, sorted, the sources that saw d within the online

@@ -122,6 +122,8 @@ type Inventory struct {
 	readsDirty map[string]map[string]bool
 	// sweepBaseDirty lists the sources whose last sweep moved.
 	sweepBaseDirty map[string]bool
+	// sourceChanges are the source moves of the event being applied.
+	sourceChanges []sourceChange
 
 	idxMu sync.Mutex
 	idx   *queryCache
@@ -434,6 +436,10 @@ func (i *Inventory) ApplyPrepared(tx *bolt.Tx, ev events.Envelope, prepared any)
 	default:
 		err = fmt.Errorf("prepared payload of type %T", prepared)
 	}
+	if err == nil {
+		err = i.emitSourceChanges(em)
+	}
+	i.sourceChanges = i.sourceChanges[:0]
 	i.normalizeTop() // for NextPresenceDeadline
 	i.version++
 	if err != nil {

@@ -139,11 +139,30 @@ func TestReadCoverage(t *testing.T) {
 		t.Errorf("the swept PC is flagged: %s", js(pcd.Coverage))
 	}
 	h.checkReload()
+	// The router's failure is in the change log once, as a source's.
+	var failing, recovered int
+	for _, e := range h.entries() {
+		switch e.Kind {
+		case projections.ChangeSourceFailing:
+			failing++
+			if e.DeviceID != "" || e.Source != router || !strings.Contains(e.Summary, "401") {
+				t.Errorf("source.failing entry %s", js(e))
+			}
+		case projections.ChangeSourceRecovered:
+			recovered++
+		}
+	}
+	if failing != 1 || recovered != 0 {
+		t.Errorf("%d source.failing, %d source.recovered entries", failing, recovered)
+	}
 	// The router reads again, completely, without the phone: it is gone.
 	h.read(whole(t0.Add(45*time.Minute), rhost("00:11:22:00:00:40", "10.0.0.40", true)))
 	d = h.byMAC("3c:22:fb:00:00:01")
 	if d.Presence != presenceOffline || d.Coverage != nil {
 		t.Fatalf("after a complete read without it: %s coverage %s", d.Presence, js(d.Coverage))
+	}
+	if es := h.entries(); !slices.ContainsFunc(es, func(e projections.ChangeEntry) bool { return e.Kind == projections.ChangeSourceRecovered }) {
+		t.Error("no source.recovered entry")
 	}
 	h.checkReload()
 }

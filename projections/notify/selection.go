@@ -25,6 +25,7 @@ func SelectableKinds() []string {
 		projections.ChangeMACChanged, projections.ChangeNameChanged, projections.ChangePortOpened,
 		projections.ChangePortClosed, projections.ChangeAttached, projections.ChangeEdited,
 		projections.ChangeWatchStarted, projections.ChangeWatchStopped, projections.ChangeDeleted,
+		projections.ChangeSourceFailing, projections.ChangeSourceRecovered,
 	}
 }
 
