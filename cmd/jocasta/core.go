@@ -173,6 +173,14 @@ func (c *core) commander() *command.Commander {
 	return &command.Commander{Log: c.st, Sync: c.sync, Devices: c.inv, Accounts: c.access, Now: c.now}
 }
 
+// commanderFor is the write side for edits made through source ("ui",
+// "mcp"): the source their events record.
+func (c *core) commanderFor(source string) *command.Commander {
+	cmd := c.commander()
+	cmd.DeviceSource = source
+	return cmd
+}
+
 // api builds the HTTP API over the core's projections.
 func (c *core) api(cfg *config.Config, log zerolog.Logger) (http.Handler, error) {
 	return httpapi.New(httpapi.Config{

@@ -132,7 +132,7 @@ func (c *core) startNotifications(cfg *config.Config, log zerolog.Logger) (*noti
 
 // mcpHandler is the MCP endpoint over the core's inventory and write side.
 func (c *core) mcpHandler(log zerolog.Logger) http.Handler {
-	h, err := mcp.Handler(mcp.Deps{Inventory: c.inv, Commander: c.commander(), Version: version,
+	h, err := mcp.Handler(mcp.Deps{Inventory: c.inv, Commander: c.commanderFor("mcp"), Version: version,
 		Log: slogFor(log).With("component", "mcp")})
 	if err != nil { // only for missing dependencies, which core always has
 		log.Error().Err(err).Msg("MCP endpoint unavailable")

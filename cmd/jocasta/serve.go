@@ -324,7 +324,7 @@ func (c *core) webUI(cfg *config.Config, log zerolog.Logger) (http.Handler, stri
 		CookieSecure:    cfg.Server.Auth.CookieSecure,
 		Location:        loc,
 		Settings:        string(settings),
-	}, ui.Deps{Inventory: c.inv, Accounts: c.access, Commander: c.commander(), Setup: setup,
+	}, ui.Deps{Inventory: c.inv, Accounts: c.access, Commander: c.commanderFor("ui"), Setup: setup,
 		Log: log.With().Str("component", "ui").Logger(), Now: c.now})
 	if err != nil {
 		return nil, "", err

@@ -51,6 +51,17 @@ type Commander struct {
 	Devices  Devices
 	Accounts Accounts
 	Now      func() time.Time
+	// DeviceSource is the source recorded on device edits and watch
+	// changes: where they were made ("ui", "mcp"). Default "api".
+	DeviceSource string
+}
+
+// deviceSource is DeviceSource, "api" when unset.
+func (c *Commander) deviceSource() string {
+	if c.DeviceSource != "" {
+		return c.DeviceSource
+	}
+	return "api"
 }
 
 // FieldError names one bad field of a command and what to change.
@@ -245,7 +256,7 @@ func (c *Commander) EditDevice(ctx context.Context, actor, id string, edit Devic
 		if !edit.changes(d) {
 			return nil, nil
 		}
-		return c.event(events.KindDeviceEdited, edit.payload(), "api", actor, "device/"+id, id)
+		return c.event(events.KindDeviceEdited, edit.payload(), c.deviceSource(), actor, "device/"+id, id)
 	})
 	if err != nil {
 		return projections.Device{}, err
@@ -264,7 +275,7 @@ func (c *Commander) SetWatch(ctx context.Context, actor, id string, watched bool
 		if d.Watched == watched {
 			return nil, nil
 		}
-		return c.event(events.KindDeviceWatchSet, events.DeviceWatchSet{Watched: watched}, "api", actor, "device/"+id, id)
+		return c.event(events.KindDeviceWatchSet, events.DeviceWatchSet{Watched: watched}, c.deviceSource(), actor, "device/"+id, id)
 	})
 	if err != nil {
 		return projections.WatchState{}, err
