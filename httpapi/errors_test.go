@@ -46,6 +46,7 @@ var operations = []operation{
 	{"setWatch", "PATCH", "/api/devices/dev-nas/watch", `{"watched":true}`, write, true},
 	{"listDeviceEvents", "GET", "/api/devices/dev-nas/events", "", read, true},
 	{"getDeviceTraffic", "GET", "/api/devices/dev-nas/traffic", "", read, true},
+	{"getDeviceTimeline", "GET", "/api/devices/dev-nas/timeline", "", read, true},
 	{"getDeviceDNS", "GET", "/api/devices/dev-nas/dns", "", read, true},
 	{"getTraffic", "GET", "/api/traffic", "", read, false},
 	{"listEvents", "GET", "/api/events", "", read, false},

@@ -57,6 +57,7 @@ func (s *server) routes() []route {
 		{http.MethodPatch, "/api/devices/{id}/watch", accessWrite, s.patchWatch},
 		{http.MethodGet, "/api/devices/{id}/events", accessRead, s.deviceEvents},
 		{http.MethodGet, "/api/devices/{id}/traffic", accessRead, s.deviceTraffic},
+		{http.MethodGet, "/api/devices/{id}/timeline", accessRead, s.deviceTimeline},
 		{http.MethodGet, "/api/devices/{id}/dns", accessRead, s.deviceDNS},
 		{http.MethodGet, "/api/traffic", accessRead, s.trafficOverview},
 		{http.MethodGet, "/api/events", accessRead, s.listEvents},

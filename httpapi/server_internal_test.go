@@ -138,8 +138,12 @@ func TestServerCapsConnections(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("past the cap: %d Retry-After %q, want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
-	if !strings.Contains(logs.String(), "connections refused") {
-		t.Fatalf("the refusal was not logged: %q", logs.String())
+	// The refusal is logged once the answer is written: wait for it.
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), "connections refused"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the refusal was not logged: %q", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 
 	// A slot freed by a close is usable again.
