@@ -22,5 +22,6 @@ func Kinds() []KindSpec {
 		{Kind: KindSessionEnded, Version: 1, Payload: SessionEnded{}, Summary: "a web session was signed out or ended as idle"},
 		{Kind: KindNotifyRulesSet, Version: 1, Payload: NotifyRulesSet{}, Summary: "a user set which changes a notification destination receives"},
 		{Kind: KindTrafficRecorded, Version: 1, Payload: TrafficRecorded{}, Summary: "one flush window of a flow listener: aggregated flow rows and the listener's state"},
+		{Kind: KindDNSRead, Version: 1, Payload: DNSRead{}, Summary: "one read of a DNS server's query log: hourly lookup rows per client and domain, and the new cursor"},
 	}
 }

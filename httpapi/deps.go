@@ -100,6 +100,11 @@ type Deps struct {
 	// without it they are 404 not-recorded.
 	Traffic Traffic
 
+	// DNS, when set, answers GET /api/devices/{id}/dns (httpapi/dns.go);
+	// without it that is 404 not-recorded. Set it only when a DNS plugin
+	// is enabled.
+	DNS DNS
+
 	// Notifications, when set, answers /api/notifications
 	// (httpapi/notifications.go); without it those paths are 404.
 	Notifications Notifications

@@ -199,7 +199,3 @@ func (s *server) deviceActivity(r *http.Request, detail string) error {
 	}
 	return errNotRecorded(detail)
 }
-
-func (s *server) deviceDNS(w http.ResponseWriter, r *http.Request) error {
-	return s.deviceActivity(r, detailNoDNS)
-}

@@ -16,6 +16,7 @@ type server struct {
 	cfg   Config
 	inv   Inventory
 	flows Traffic       // optional: nil answers 404 not-recorded
+	dns   DNS           // optional: nil answers 404 not-recorded
 	notes Notifications // optional: nil answers 404 under /api/notifications
 	cmd   Commander
 	auth  Authenticator
@@ -107,6 +108,7 @@ func build(cfg Config, deps Deps) (*server, http.Handler, error) {
 		writeLim:  newLimiterSet[string](cfg.WriteRate, cfg.WriteBurst),
 		space:     deps.Space,
 		flows:     deps.Traffic,
+		dns:       deps.DNS,
 		notes:     deps.Notifications,
 	}
 	for _, o := range cfg.CORSOrigins {

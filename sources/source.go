@@ -113,6 +113,11 @@ type Env struct {
 	Known func(ctx context.Context) ([]KnownAddress, error)
 	// Log is the service's logger; a kind adds its own attributes.
 	Log *slog.Logger
+	// Cursor returns the restart point the log holds for a source (the
+	// cursor of its last recorded read, see DNSRead), "" when it has
+	// none. The instances that use it wait for the read models
+	// (Instance.WaitReady). Nil: no source has one.
+	Cursor func(ctx context.Context, source string) (string, error)
 }
 
 // Kind is one source kind of the registration list (sources/builtin).

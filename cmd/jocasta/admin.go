@@ -18,6 +18,7 @@ import (
 	"github.com/jocasta/jocasta/httpapi"
 	"github.com/jocasta/jocasta/projections"
 	"github.com/jocasta/jocasta/projections/access"
+	dnsproj "github.com/jocasta/jocasta/projections/dns"
 	"github.com/jocasta/jocasta/projections/inventory"
 	"github.com/jocasta/jocasta/projections/notify"
 	"github.com/jocasta/jocasta/projections/runner"
@@ -140,6 +141,8 @@ type core struct {
 
 	// traffic is the flows' read model (projections/traffic).
 	traffic *traffic.Projection
+	// dns is the DNS plugins' read model (projections/dns).
+	dns *dnsproj.Projection
 
 	// projs are every projection, for replay.
 	projs func() []runner.Projection

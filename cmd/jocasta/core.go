@@ -15,6 +15,7 @@ import (
 
 	"github.com/jocasta/jocasta/cmd/internal/config"
 	"github.com/jocasta/jocasta/projections/access"
+	dnsproj "github.com/jocasta/jocasta/projections/dns"
 	"github.com/jocasta/jocasta/projections/inventory"
 	"github.com/jocasta/jocasta/projections/notify"
 	"github.com/jocasta/jocasta/projections/oui"
@@ -38,6 +39,7 @@ type projectionSet struct {
 	inv     *inventory.Inventory
 	access  *access.Projection
 	traffic *traffic.Projection
+	dns     *dnsproj.Projection
 	rules   *notify.Rules // which changes each notification destination receives
 }
 
@@ -54,11 +56,15 @@ func newProjections(cfg *config.Config, vendors *oui.Registry, now func() time.T
 	if err != nil {
 		return nil, err
 	}
-	return &projectionSet{inv: inv, access: access.New(now), traffic: tr, rules: notify.NewRules()}, nil
+	dp, err := dnsproj.New(dnsproj.Options{Addresses: inv})
+	if err != nil {
+		return nil, err
+	}
+	return &projectionSet{inv: inv, access: access.New(now), traffic: tr, dns: dp, rules: notify.NewRules()}, nil
 }
 
 func (p *projectionSet) list() []runner.Projection {
-	return []runner.Projection{p.inv, p.access, p.traffic, p.rules}
+	return []runner.Projection{p.inv, p.access, p.traffic, p.dns, p.rules}
 }
 
 // loadVendors loads the MAC vendor registry, logging when the build has
@@ -100,7 +106,7 @@ func openCore(ctx context.Context, cfg *config.Config, log zerolog.Logger, mode 
 		st.Close()
 		return nil, fmt.Errorf("catch up projections: %w", err)
 	}
-	c := &core{st: st, run: run, access: set.access, inv: set.inv, traffic: set.traffic, rules: set.rules, now: now,
+	c := &core{st: st, run: run, access: set.access, inv: set.inv, traffic: set.traffic, dns: set.dns, rules: set.rules, now: now,
 		sync: func(ctx context.Context, _ uint64) error { return run.CatchUp(ctx) }}
 	c.projs = func() []runner.Projection {
 		fresh, _ := newProjections(cfg, loadVendors(zerolog.Nop()), now)
@@ -192,7 +198,7 @@ func (c *core) api(cfg *config.Config, log zerolog.Logger) (http.Handler, error)
 		MCP:            c.mcp,
 		Metrics:        c.metricsHandler(),
 		ObserveRequest: c.observeRequest(),
-	}, httpapi.Deps{Notifications: c.notes, Inventory: c.inv, Traffic: c.traffic, Commander: c.commander(), Auth: c.access, Ready: c.readiness(),
+	}, httpapi.Deps{Notifications: c.notes, Inventory: c.inv, Traffic: c.traffic, DNS: dnsAPI(cfg, c.dns), Commander: c.commander(), Auth: c.access, Ready: c.readiness(),
 		Space: newDiskSpace(filepath.Dir(cfg.DBFile())), Log: log, Now: c.now})
 }
 

@@ -10,7 +10,7 @@ func TestListSources(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, want := range []string{"sweep ", "portscan ", "routerapi ", "flowlistener  listener", "not yet in this build"} {
+	for _, want := range []string{"sweep ", "portscan ", "routerapi ", "flowlistener  listener", "dnsnode ", "dnsfilter1 ", "dnsfilter2 "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("list-sources lacks %q:\n%s", want, out)
 		}

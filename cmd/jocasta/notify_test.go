@@ -48,12 +48,7 @@ func TestNotRunYet(t *testing.T) {
 				"  dnsfilter1:\n    x: {enabled: true, host: h}\n" +
 				"  dnsfilter2:\n    y: {enabled: true, host: h}\n" +
 				"notify:\n  phone:\n    push: {url: \"https://ntfy.example.com/S3CR3T\"}\n",
-			[]string{
-				"plugins.dnsnode.a is enabled",
-				"plugins.dnsnode.b is enabled",
-				"plugins.dnsfilter1.x is enabled",
-				"plugins.dnsfilter2.y is enabled",
-			}},
+			nil}, // every kind of the contract runs in this build (the DNS plugins were the last)
 		{"destinations are sent to",
 			"notify:\n  phone:\n    push: {url: \"https://ntfy.example.com/S3CR3T\"}\n", nil},
 	}

@@ -129,7 +129,7 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 		st.Close()
 		return err
 	}
-	c := &core{st: st, run: run, access: set.access, inv: set.inv, traffic: set.traffic, rules: set.rules, now: now, sync: run.WaitFor}
+	c := &core{st: st, run: run, access: set.access, inv: set.inv, traffic: set.traffic, dns: set.dns, rules: set.rules, now: now, sync: run.WaitFor}
 	c.health = &health{caughtUp: run, st: st}
 	c.metrics = newServiceMetrics(c)
 	rlog := log.With().Str("component", "replay").Logger()
@@ -218,7 +218,7 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 	g.Go(func() error { return set.access.RunFlusher(gctx, st.DB(), time.Minute) })
 	headAtStart := st.Head()
 	slogger := slogFor(log)
-	insts, swarn, err := builtin.Build(builtin.Kinds(), sourceEnv(cfg, set.inv, slogger))
+	insts, swarn, err := builtin.Build(builtin.Kinds(), withDNSCursor(sourceEnv(cfg, set.inv, slogger), set.dns))
 	for _, w := range swarn {
 		log.Warn().Msg(w)
 	}

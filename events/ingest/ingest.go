@@ -214,6 +214,8 @@ func RunEvent(run sources.Run) (events.Envelope, error) {
 		return PortScanEvent(r, source)
 	case *sources.FlowWindow:
 		return FlowEvent(r, source)
+	case *sources.DNSRead:
+		return DNSEvent(r, run.Instance.Kind, source)
 	case *sources.HostRead:
 		e, _, err := PluginReadEvent(r, run.Instance.Kind, source, nil)
 		return e, err

@@ -372,6 +372,8 @@ func (i *Inventory) Prepare(ev events.Envelope) (any, error) {
 		p = &events.PluginRead{}
 	case events.KindTrafficRecorded:
 		p = &trafficHeader{}
+	case events.KindDNSRead:
+		p = &dnsReadHead{}
 	default:
 		return nil, nil
 	}
@@ -388,6 +390,8 @@ func (i *Inventory) Prepare(ev events.Envelope) (any, error) {
 		return preparePortScan(ev, v), nil
 	case *events.PluginRead:
 		return prepareRead(ev, v), nil
+	case *dnsReadHead:
+		return prepareDNSRead(ev, v), nil
 	}
 	return p, nil
 }
@@ -430,6 +434,8 @@ func (i *Inventory) ApplyPrepared(tx *bolt.Tx, ev events.Envelope, prepared any)
 		}
 	case *readPrep:
 		err = i.applyRead(em, p)
+	case *dnsReadPrep:
+		err = i.applyDNSRead(em, p)
 	case *trafficHeader:
 		k, v := flowScanRow(ev, p)
 		err = em.put(bucketScans, k, v)

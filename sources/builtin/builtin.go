@@ -26,9 +26,9 @@ func Kinds() []sources.Kind {
 		{Name: "routerapi", Doc: "routers, switches and access points over their REST API", Key: "plugins.routerapi", Build: buildRouterAPI},
 		{Name: "rpcrouter", Doc: "routers and access points over their JSON-RPC bus", Key: "plugins.rpcrouter", Build: buildRPCRouter},
 		{Name: "flowlistener", Listener: true, Doc: "NetFlow v5/v9 and IPFIX exports over UDP", Key: "plugins.flowlistener", Build: buildFlows},
-		{Name: "dnsnode", Doc: "a DNS server node's query log", Key: "plugins.dnsnode"},
-		{Name: "dnsfilter1", Doc: "a DNS filtering server's query log (version 6)", Key: "plugins.dnsfilter1"},
-		{Name: "dnsfilter2", Doc: "a second DNS filtering server's query log", Key: "plugins.dnsfilter2"},
+		{Name: "dnsnode", Doc: "a DNS server node's query log", Key: "plugins.dnsnode", Build: buildDNSNode},
+		{Name: "dnsfilter1", Doc: "a DNS filtering server's query log (version 6)", Key: "plugins.dnsfilter1", Build: buildDNSFilter1},
+		{Name: "dnsfilter2", Doc: "a second DNS filtering server's query log", Key: "plugins.dnsfilter2", Build: buildDNSFilter2},
 	}
 }
 

@@ -1,0 +1,300 @@
+package dns
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/jocasta/jocasta/projections"
+	"github.com/jocasta/jocasta/projections/inventory"
+)
+
+// Limits of lists.
+const (
+	DefaultLimit = 100
+	MaxLimit     = 1000
+)
+
+// Item is one row of GET /api/devices/{id}/dns: a device's lookups of one
+// domain within one hour, summed over its addresses and over the servers
+// that answered it.
+type Item struct {
+	Hour   time.Time `json:"hour"`
+	Domain string    `json:"domain"`
+	Count  uint64    `json:"count"`
+	// Blocked is how many of them the servers said they blocked.
+	Blocked uint64 `json:"blocked"`
+	// Answers are the addresses the answers for the domain held in that
+	// hour (whoever asked), sorted.
+	Answers []string `json:"answers"`
+}
+
+// Filter selects a device's lookups.
+type Filter struct {
+	// Since and Until: hours that start in [Since, Until).
+	Since, Until time.Time
+	// Q keeps domains that contain it (case-insensitive).
+	Q      string
+	Limit  int
+	Cursor string
+}
+
+// Cursor returns the restart point recorded for a source by its last
+// dns.read (sources.Env.Cursor), "" when it has none.
+func (p *Projection) Cursor(ctx context.Context, source string) (string, error) {
+	var out string
+	err := p.view(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bSources).Get([]byte(source))
+		if v == nil {
+			return nil
+		}
+		var r sourceRec
+		if err := json.Unmarshal(v, &r); err != nil {
+			return fmt.Errorf("dns: source %s: %w", source, err)
+		}
+		out = r.Cursor
+		return nil
+	})
+	return out, err
+}
+
+func (p *Projection) view(fn func(*bolt.Tx) error) error {
+	p.mu.RLock()
+	db := p.db
+	p.mu.RUnlock()
+	if db == nil {
+		return nil // not loaded yet: nothing recorded
+	}
+	return db.View(fn)
+}
+
+// index returns the address history, rebuilt when the inventory changed.
+func (p *Projection) index() *inventory.HoldingIndex {
+	p.idxMu.Lock()
+	defer p.idxMu.Unlock()
+	v := p.opts.Addresses.HoldingsVersion()
+	if p.idx == nil || v != p.idxVer {
+		p.idx, p.idxVer = inventory.NewHoldingIndex(p.opts.Addresses.Holdings()), v
+	}
+	return p.idx
+}
+
+// DeviceLookups lists a device's lookups in the hours starting in
+// [f.Since, f.Until), newest hour first and by domain within an hour.
+// Each row counts for the device that held its client address during
+// that hour (inventory.HoldingIndex), so lookups recorded before the
+// device was known attach to it once it is. It returns
+// projections.ErrNotFound for an unknown device and
+// projections.ErrBadCursor for a cursor it did not issue.
+func (p *Projection) DeviceLookups(ctx context.Context, id string, f Filter) (projections.Page[Item], error) {
+	var page projections.Page[Item]
+	after, err := decodeCursor(f.Cursor)
+	if err != nil {
+		return page, err
+	}
+	hs, err := p.opts.Addresses.DeviceHoldings(id)
+	if err != nil {
+		return page, err
+	}
+	limit := clampLimit(f.Limit)
+	idx := p.index()
+	// The device's addresses that have client ids.
+	type client struct {
+		ip netip.Addr
+		id uint32
+	}
+	var clients []client
+	p.mu.RLock()
+	for _, h := range hs {
+		if cid, ok := p.clientIDs[h.IP.Unmap()]; ok && !slices.ContainsFunc(clients, func(c client) bool { return c.id == cid }) {
+			clients = append(clients, client{h.IP.Unmap(), cid})
+		}
+	}
+	p.mu.RUnlock()
+	if len(clients) == 0 {
+		page.Items = []Item{}
+		return page, nil
+	}
+	// The hours from the one holding Since to the last one starting
+	// before Until, as the traffic endpoints count them.
+	first, _ := hourOf(max(f.Since.UTC().Unix(), 0))
+	end, ok := hourOf(f.Until.UTC().Unix() + 3599)
+	if !ok || end <= first {
+		page.Items = []Item{}
+		return page, nil
+	}
+	if after != nil {
+		end = min(end, after.hour+1)
+	}
+	// The domains q keeps, found once (ids are dense, from 1).
+	var keep []bool
+	p.mu.RLock()
+	names := p.domains[:len(p.domains):len(p.domains)] // ids never change; appends go past it
+	p.mu.RUnlock()
+	if q := strings.ToLower(f.Q); q != "" {
+		keep = make([]bool, len(names)+1)
+		for k, n := range names {
+			keep[k+1] = strings.Contains(n, q)
+		}
+	}
+	items := make([]Item, 0, min(limit+1, 256))
+	err = p.view(func(tx *bolt.Tx) error {
+		hb, ab := tx.Bucket(bHours), tx.Bucket(bAnswers)
+		var key [8]byte
+		var sum []lookup // this hour's, by domain id (few clients: merged in place)
+		for h := end; h > first; {
+			h--
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			at := time.Unix(int64(h)*3600, 0).UTC()
+			sum = sum[:0]
+			binary.BigEndian.PutUint32(key[:], h)
+			merge := false // a second address of the device in this hour
+			for _, c := range clients {
+				if dev, ok := idx.At(c.ip, at); !ok || dev != id {
+					continue
+				}
+				binary.BigEndian.PutUint32(key[4:], c.id)
+				err := eachLookup(hb.Get(key[:]), func(l lookup) {
+					if int(l.domain) > len(names) || keep != nil && !keep[l.domain] {
+						return
+					}
+					if after != nil && h == after.hour && names[l.domain-1] <= after.domain {
+						return
+					}
+					if !merge {
+						sum = append(sum, l) // in domain id order
+						return
+					}
+					k, found := slices.BinarySearchFunc(sum, l.domain, func(x lookup, d uint32) int { return cmpU32(x.domain, d) })
+					if found {
+						sum[k].count += l.count
+						sum[k].blocked += l.blocked
+						return
+					}
+					sum = slices.Insert(sum, k, l)
+				})
+				if err != nil {
+					return fmt.Errorf("dns: hour %d client %d: %w", h, c.id, err)
+				}
+				merge = true
+			}
+			if len(sum) == 0 {
+				continue
+			}
+			slices.SortFunc(sum, func(a, b lookup) int { return strings.Compare(names[a.domain-1], names[b.domain-1]) })
+			for _, l := range sum {
+				binary.BigEndian.PutUint32(key[4:], l.domain)
+				items = append(items, Item{Hour: at, Domain: names[l.domain-1], Count: l.count, Blocked: l.blocked, Answers: answerStrings(ab.Get(key[:]))})
+				if len(items) > limit {
+					return nil
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return page, err
+	}
+	if len(items) > limit {
+		last := items[limit-1]
+		c := encodeCursor(cursorPos{hour: uint32(last.Hour.Unix() / 3600), domain: last.Domain})
+		page.NextCursor = &c
+		items = items[:limit]
+	}
+	page.Items = items
+	return page, nil
+}
+
+func answerStrings(b []byte) []string {
+	as := decodeAddrs(b)
+	out := make([]string, 0, len(as))
+	for _, a := range as {
+		out = append(out, a.String())
+	}
+	return out
+}
+
+func clampLimit(n int) int {
+	switch {
+	case n <= 0:
+		return DefaultLimit
+	case n > MaxLimit:
+		return MaxLimit
+	}
+	return n
+}
+
+// cursorPos is the last item of a page: the next page starts after it.
+type cursorPos struct {
+	hour   uint32
+	domain string
+}
+
+func encodeCursor(c cursorPos) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("dns:" + strconv.FormatUint(uint64(c.hour), 10) + ":" + c.domain))
+}
+
+func decodeCursor(s string) (*cursorPos, error) {
+	if s == "" {
+		return nil, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil, projections.ErrBadCursor
+	}
+	rest, ok := strings.CutPrefix(string(b), "dns:")
+	if !ok {
+		return nil, projections.ErrBadCursor
+	}
+	hs, domain, ok := strings.Cut(rest, ":")
+	h, err := strconv.ParseUint(hs, 10, 32)
+	if !ok || err != nil || domain == "" {
+		return nil, projections.ErrBadCursor
+	}
+	return &cursorPos{hour: uint32(h), domain: domain}, nil
+}
+
+// PeerName names an address by the domain whose answer held it in the
+// hour of at, or the hour before, for a lookup of the device (the
+// traffic projection's hook, Options.PeerName there); "" when none did.
+func (p *Projection) PeerName(deviceID string, peer netip.Addr, at time.Time) string {
+	_ = deviceID // answers are kept per domain and hour, whoever asked
+	h, ok := hourOf(at.UTC().Unix())
+	if !ok {
+		return ""
+	}
+	peer = peer.Unmap()
+	var name string
+	_ = p.view(func(tx *bolt.Tx) error {
+		ab := tx.Bucket(bAnswers)
+		for _, hh := range []uint32{h, h - 1} {
+			c := ab.Cursor()
+			var pre [4]byte
+			binary.BigEndian.PutUint32(pre[:], hh)
+			for k, v := c.Seek(pre[:]); k != nil && binary.BigEndian.Uint32(k) == hh; k, v = c.Next() {
+				if slices.Contains(decodeAddrs(v), peer) {
+					d := binary.BigEndian.Uint32(k[4:])
+					p.mu.RLock()
+					if int(d) >= 1 && int(d) <= len(p.domains) {
+						name = p.domains[d-1]
+					}
+					p.mu.RUnlock()
+					return nil
+				}
+			}
+		}
+		return nil
+	})
+	return name
+}
