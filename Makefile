@@ -8,7 +8,7 @@ OUI := projections/oui/data/oui.tsv.gz
 COUNTRY := projections/traffic/data/country.mmdb.gz
 FUZZTIME ?= 10s
 
-.PHONY: build run test test-short bench bench-api bench-ui bench-notify bench-sweep stress lint fuzz oui country lab-up lab-down clean
+.PHONY: build run test test-short bench bench-api bench-ui bench-notify bench-sweep bench-flows stress lint fuzz oui country lab-up lab-down clean
 
 build: $(OUI) $(COUNTRY)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/jocasta
@@ -67,6 +67,12 @@ bench-notify:
 
 bench-sweep:
 	sources/icmpsweep/bench_lab.sh
+
+# The highest zero-loss NetFlow v9 rate into serve's flow listener (10,000
+# devices, flows counted through the API) beside goflow2 v2.2.6, and serve's
+# RSS at 10,000 devices x 1,000 peers per hour (docs/performance.md, Flows).
+bench-flows: $(OUI) $(COUNTRY)
+	sources/flowlistener/bench/bench.sh
 
 stress:
 	JOCASTA_CRASH_KILLS=1000 $(GO) test -count=1 -run '^TestCrashKill$$' -timeout 60m ./store/

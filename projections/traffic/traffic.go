@@ -1,6 +1,7 @@
 package traffic
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/base64"
@@ -219,8 +220,16 @@ type val struct{ bytes, packets, flows uint64 }
 func (p *Projection) rows(tx *bolt.Tx, at time.Time, w *events.TrafficRecorded) error {
 	hour := at.UTC().Truncate(time.Hour)
 	bk := tx.Bucket(bHours)
+	// Both sides of every row, summed by key, then written in key order:
+	// bbolt splits pages at commit, and puts in random order inside one
+	// transaction cost about the square of their number (a window of
+	// 100,000 rows took 23 s), in order far less.
+	type add struct {
+		key                 [keyLen]byte
+		octets, pkts, flows uint64
+	}
+	adds := make([]add, 0, 2*len(w.Rows))
 	var k [keyLen]byte
-	var v [valLen]byte
 	binary.BigEndian.PutUint64(k[:8], uint64(hour.Unix()))
 	for _, r := range w.Rows {
 		src, err1 := netip.ParseAddr(r.Src)
@@ -237,25 +246,36 @@ func (p *Projection) rows(tx *bolt.Tx, at time.Time, w *events.TrafficRecorded) 
 			putAddr(k[24:40], peer)
 			k[40], k[41] = dir, r.Proto
 			binary.BigEndian.PutUint16(k[42:], r.Port)
-			var old val
-			var country [2]byte
-			if cur := bk.Get(k[:]); len(cur) == valLen {
-				old = decodeVal(cur)
-				copy(country[:], cur[24:26])
-			} else {
-				copy(country[:], p.opts.Countries.Country(peer))
-			}
-			binary.BigEndian.PutUint64(v[0:], old.bytes+r.Bytes)
-			binary.BigEndian.PutUint64(v[8:], old.packets+r.Packets)
-			binary.BigEndian.PutUint64(v[16:], old.flows+r.Flows)
-			copy(v[24:], country[:])
-			// bbolt keeps the key and value until the commit: fresh copies.
-			kv := make([]byte, keyLen+valLen)
-			copy(kv, k[:])
-			copy(kv[keyLen:], v[:])
-			if err := bk.Put(kv[:keyLen:keyLen], kv[keyLen:]); err != nil {
-				return fmt.Errorf("traffic: put row: %w", err)
-			}
+			adds = append(adds, add{key: k, octets: r.Bytes, pkts: r.Packets, flows: r.Flows})
+		}
+	}
+	slices.SortFunc(adds, func(a, b add) int { return bytes.Compare(a.key[:], b.key[:]) })
+	var v [valLen]byte
+	for i := 0; i < len(adds); {
+		a := adds[i]
+		for i++; i < len(adds) && adds[i].key == a.key; i++ {
+			a.octets += adds[i].octets
+			a.pkts += adds[i].pkts
+			a.flows += adds[i].flows
+		}
+		var old val
+		var country [2]byte
+		if cur := bk.Get(a.key[:]); len(cur) == valLen {
+			old = decodeVal(cur)
+			copy(country[:], cur[24:26])
+		} else {
+			copy(country[:], p.opts.Countries.Country(getAddr(a.key[24:40])))
+		}
+		binary.BigEndian.PutUint64(v[0:], old.bytes+a.octets)
+		binary.BigEndian.PutUint64(v[8:], old.packets+a.pkts)
+		binary.BigEndian.PutUint64(v[16:], old.flows+a.flows)
+		copy(v[24:], country[:])
+		// bbolt keeps the key and value until the commit: fresh copies.
+		kv := make([]byte, keyLen+valLen)
+		copy(kv, a.key[:])
+		copy(kv[keyLen:], v[:])
+		if err := bk.Put(kv[:keyLen:keyLen], kv[keyLen:]); err != nil {
+			return fmt.Errorf("traffic: put row: %w", err)
 		}
 	}
 	return nil

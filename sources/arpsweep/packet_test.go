@@ -39,12 +39,29 @@ func replyFrame(from, fromIP, to, toIP string) []byte {
 	return frame(opReply, to, from, from, fromIP, to, toIP)
 }
 
-func TestPutRequest(t *testing.T) {
-	var buf [requestLen]byte
-	for i := range buf {
-		buf[i] = 0xee // garbage from an earlier request must not leak
+// parseFrame parses b with a parser of its own, and putRequest builds a
+// request with a writer of its own (tests; the sweep reuses both).
+func parseFrame(b []byte) (packet, error) { return newFrameParser().parse(b) }
+
+func putRequest(srcMAC [6]byte, srcIP, dst [4]byte) []byte {
+	b, err := newRequestWriter().put(srcMAC, srcIP, dst)
+	if err != nil {
+		panic(err)
 	}
-	got := putRequest(buf[:], [6]byte(mustMAC("00:16:3e:4d:00:02")), [4]byte{10, 77, 0, 2}, [4]byte{10, 77, 1, 130})
+	return bytes.Clone(b)
+}
+
+func TestPutRequest(t *testing.T) {
+	w := newRequestWriter()
+	// An earlier request's values must not leak into the next one.
+	if _, err := w.put([6]byte{0xee, 0xee, 0xee, 0xee, 0xee, 0xee}, [4]byte{0xee, 0xee, 0xee, 0xee}, [4]byte{0xee, 0xee, 0xee, 0xee}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := w.put([6]byte(mustMAC("00:16:3e:4d:00:02")), [4]byte{10, 77, 0, 2}, [4]byte{10, 77, 1, 130})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = bytes.Clone(got)                             // valid until the next put
 	want := "ffffffffffff" + "00163e4d0002" + "0806" + // Ethernet: broadcast, from us, ARP
 		"0001" + "0800" + "06" + "04" + "0001" + // Ethernet/IPv4, request
 		"00163e4d0002" + "0a4d0002" + // sender
@@ -55,6 +72,25 @@ func TestPutRequest(t *testing.T) {
 	}
 	if !bytes.Equal(got, frame(opRequest, "ff:ff:ff:ff:ff:ff", "00:16:3e:4d:00:02", "00:16:3e:4d:00:02", "10.77.0.2", "00:00:00:00:00:00", "10.77.1.130")) {
 		t.Error("request differs from the hand-built frame")
+	}
+	// The next requests: another target from the same sender, then
+	// another sender (the frame is rebuilt).
+	for _, tc := range []struct {
+		mac      string
+		src, dst [4]byte
+	}{
+		{"00:16:3e:4d:00:02", [4]byte{10, 77, 0, 2}, [4]byte{10, 77, 3, 4}},
+		{"02:00:00:00:00:09", [4]byte{10, 9, 0, 1}, [4]byte{10, 9, 0, 200}},
+		{"02:00:00:00:00:09", [4]byte{10, 9, 0, 1}, [4]byte{10, 9, 0, 201}},
+	} {
+		got, err := w.put([6]byte(mustMAC(tc.mac)), tc.src, tc.dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, dst := netip.AddrFrom4(tc.src).String(), netip.AddrFrom4(tc.dst).String()
+		if want := frame(opRequest, "ff:ff:ff:ff:ff:ff", tc.mac, tc.mac, src, "00:00:00:00:00:00", dst); !bytes.Equal(got, want) {
+			t.Errorf("request %s -> %s\n%x\nwant\n%x", src, dst, got, want)
+		}
 	}
 	p, err := parseFrame(got)
 	if err != nil {
@@ -80,10 +116,16 @@ func TestParseFrame(t *testing.T) {
 	if p.String() != want.String() {
 		t.Errorf("parsed\n%v\nwant\n%v", p, want)
 	}
-	// The parsed MACs do not alias the receive buffer.
-	reply[6], reply[22] = 0xff, 0xff
-	if p.EthSrc[0] != 0x02 || p.SenderMAC[0] != 0x02 {
-		t.Error("parsed MACs alias the frame")
+	// One parser parses frame after frame: nothing of the first stays.
+	fp := newFrameParser()
+	if _, err := fp.parse(good(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fp.parse(reply[:20]); err == nil {
+		t.Fatal("a runt after a good frame parsed")
+	}
+	if p2, err := fp.parse(reply); err != nil || p2.String() != want.String() {
+		t.Errorf("reused parser: %v, %v", p2, err)
 	}
 	// Padding is optional (the kernel strips nothing, but a 42-byte frame
 	// is complete).
@@ -122,6 +164,11 @@ func TestParseFrame(t *testing.T) {
 	}
 }
 
+func good(t *testing.T) []byte {
+	t.Helper()
+	return replyFrame("02:00:00:00:00:01", "10.0.0.1", "02:00:00:00:00:02", "10.0.0.2")
+}
+
 func (p packet) String() string {
 	return fmt.Sprintf("%v > %v op %d: %v %v > %v %v", p.EthSrc, p.EthDst, p.Op, p.SenderMAC, p.SenderIP, p.TargetMAC, p.TargetIP)
 }
@@ -151,7 +198,7 @@ func TestReplyFilter(t *testing.T) {
 		t.Fatal(err)
 	}
 	ipv4 := replyFrame("02:00:00:00:00:01", "10.0.0.1", "02:00:00:00:00:02", "10.0.0.2")
-	binary.BigEndian.PutUint16(ipv4[12:], etherTypeIPv4)
+	binary.BigEndian.PutUint16(ipv4[12:], 0x0800)
 	tests := []struct {
 		name string
 		b    []byte
@@ -180,7 +227,7 @@ func TestReplyFilter(t *testing.T) {
 
 func FuzzParseARP(f *testing.F) {
 	f.Add(replyFrame("02:42:0a:4d:00:0d", "10.77.0.13", "00:16:3e:4d:00:02", "10.77.0.2"))
-	f.Add(putRequest(make([]byte, requestLen), [6]byte{2, 0, 0, 0, 0, 1}, [4]byte{192, 0, 2, 1}, [4]byte{192, 0, 2, 9}))
+	f.Add(putRequest([6]byte{2, 0, 0, 0, 0, 1}, [4]byte{192, 0, 2, 1}, [4]byte{192, 0, 2, 9}))
 	f.Add([]byte{})
 	f.Add(make([]byte, 41))
 	f.Add(bytes.Repeat([]byte{0xff}, 64))

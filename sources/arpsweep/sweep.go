@@ -152,7 +152,7 @@ type sweep struct {
 	ts     []*target
 	conns  []transport
 	pace   *sweeprun.Pacer
-	frame  [requestLen]byte
+	req    *requestWriter
 
 	sent    int
 	ignored atomic.Int64
@@ -171,6 +171,7 @@ func newSweep(ts []*target, p Params) *sweep {
 		pace:      sweeprun.NewPacer(p.Rate),
 		index:     map[netip.Addr]int{},
 		conflicts: map[netip.Addr]bool{},
+		req:       newRequestWriter(),
 	}
 	for _, t := range ts {
 		if !slices.Contains(s.conns, t.conn) {
@@ -254,7 +255,10 @@ func (s *sweep) send(ctx context.Context) error {
 // request sends one who-has, retrying through back-pressure.
 func (s *sweep) request(ctx context.Context, t *target, off uint32) error {
 	t.asked.Set(off) // before sending: the reply may beat the return
-	frame := putRequest(s.frame[:], t.srcMAC, t.srcIP, t.Addr(off).As4())
+	frame, err := s.req.put(t.srcMAC, t.srcIP, t.Addr(off).As4())
+	if err != nil {
+		return err
+	}
 	var bo sweeprun.Backoff
 	for {
 		err := t.conn.send(frame)
@@ -298,6 +302,7 @@ func linkGone(err error) bool {
 // read receives replies on one link until the read deadline passes.
 func (s *sweep) read(c transport) error {
 	buf := make([]byte, 1600)
+	fp := newFrameParser()
 	for {
 		n, pt, err := c.recv(buf)
 		if err != nil {
@@ -310,7 +315,7 @@ func (s *sweep) read(c transport) error {
 			}
 			return fmt.Errorf("arpsweep: receive: %w", err)
 		}
-		s.handle(c, buf[:n], pt)
+		s.handle(fp, c, buf[:n], pt)
 	}
 }
 
@@ -321,8 +326,8 @@ func (s *sweep) read(c transport) error {
 // link's own, for an address of a target that was asked, to the address
 // the request came from; a gratuitous reply (sender = target address) is
 // an announcement, not an answer.
-func (s *sweep) handle(c transport, b []byte, pktType uint8) {
-	p, err := parseFrame(b)
+func (s *sweep) handle(fp *frameParser, c transport, b []byte, pktType uint8) {
+	p, err := fp.parse(b)
 	if err != nil || p.Op != opReply || (pktType != unix.PACKET_HOST && pktType != unix.PACKET_BROADCAST) ||
 		!unicastMAC(p.SenderMAC) || !unicastMAC(p.EthSrc) || p.SenderIP == p.TargetIP {
 		s.ignored.Add(1)
@@ -358,6 +363,7 @@ func (s *sweep) record(t *target, off uint32, ip netip.Addr, mac net.HardwareAdd
 		s.mu.Unlock()
 		return
 	}
+	mac = slices.Clone(mac) // it aliases the receive buffer
 	r := Reply{IP: ip, MAC: mac, Network: t.Prefix, Interface: t.link.Name, Local: local}
 	s.index[ip] = len(s.replies)
 	s.replies = append(s.replies, r)

@@ -240,7 +240,7 @@ func TestSweepValidatesReplies(t *testing.T) {
 			if c == nil {
 				c = ts[0].conn
 			}
-			s.handle(c, tt.b, tt.pt)
+			s.handle(newFrameParser(), c, tt.b, tt.pt)
 			if ok := len(s.replies) == 1; ok != tt.ok || s.ignored.Load() != map[bool]int64{true: 0, false: 1}[tt.ok] {
 				t.Errorf("recorded %v, ignored %d; want recorded=%v", s.replies, s.ignored.Load(), tt.ok)
 			}
@@ -456,4 +456,62 @@ func BenchmarkSweepFake(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/(float64(b.N)*65534), "ns/addr")
+}
+
+// BenchmarkHandleReply measures the receive path alone: one ARP reply
+// (a repeat answer from a recorded responder: parsed, matched, nothing
+// new to keep) and one stray frame (an IPv4 EtherType: ignored) per
+// iteration.
+func BenchmarkHandleReply(b *testing.B) {
+	f := newFakeLink(nil)
+	l := Link{Index: 2, Name: "eth0", MAC: mustMAC(ourMAC), Addrs: []netip.Prefix{netip.MustParsePrefix("10.20.0.1/16")}}
+	ts, err := plan([]Target{targetOn(b, l, "10.20.0.0/16")}, map[int]transport{2: f})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := newSweep(ts, Params{Rate: 1e9, Rounds: 1})
+	t := ts[0]
+	off, ok := t.Offset(netip.MustParseAddr("10.20.3.4"))
+	if !ok {
+		b.Fatal("no offset")
+	}
+	t.asked.Set(off)
+	reply := replyFrame("02:42:0a:14:03:04", "10.20.3.4", ourMAC, "10.20.0.1")
+	stray := slices.Clone(reply)
+	stray[12], stray[13] = 0x08, 0x00
+	fp := newFrameParser()
+	s.handle(fp, f, reply, unix.PACKET_HOST)
+	if len(s.replies) != 1 {
+		b.Fatalf("the reply was not recorded: %+v", s.replies)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		s.handle(fp, f, reply, unix.PACKET_HOST)
+		s.handle(fp, f, stray, unix.PACKET_HOST)
+	}
+	if len(s.replies) != 1 || s.ignored.Load() != int64(b.N) {
+		b.Fatalf("replies %d, ignored %d, want 1 and %d", len(s.replies), s.ignored.Load(), b.N)
+	}
+}
+
+// The parser's MACs alias the receive buffer, which the reader reuses:
+// a recorded reply keeps its own copy.
+func TestRecordedMACOutlivesTheBuffer(t *testing.T) {
+	f := newFakeLink(nil)
+	l := Link{Index: 2, Name: "eth0", MAC: mustMAC(ourMAC), Addrs: []netip.Prefix{netip.MustParsePrefix("10.20.0.1/24")}}
+	ts, err := plan([]Target{targetOn(t, l, "10.20.0.0/24")}, map[int]transport{2: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSweep(ts, Params{Rate: 1, Rounds: 1})
+	off, _ := ts[0].Offset(netip.MustParseAddr("10.20.0.7"))
+	ts[0].asked.Set(off)
+	buf := replyFrame("02:42:0a:14:00:07", "10.20.0.7", ourMAC, "10.20.0.1")
+	s.handle(newFrameParser(), f, buf, unix.PACKET_HOST)
+	for i := range buf {
+		buf[i] = 0xaa // the next frame read into the buffer
+	}
+	if len(s.replies) != 1 || s.replies[0].MAC.String() != "02:42:0a:14:00:07" {
+		t.Fatalf("recorded %+v", s.replies)
+	}
 }

@@ -4,7 +4,9 @@
 // of sources.Poller through the real scheduler: a poll returns promptly
 // when cancelled, is cut by its instance's timeout, a failure is recorded
 // as a failed scan with a reason (never silence), and nothing leaks a
-// goroutine.
+// goroutine. TestListener (listener.go) is the same for sources.Listener:
+// it stops on ctx, emits per window, reports a socket it cannot bind as a
+// failure, and leaks nothing.
 package sourcetest
 
 import (
