@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jocasta/jocasta/cmd/internal/config"
+	"github.com/jocasta/jocasta/events"
 	"github.com/jocasta/jocasta/events/bus"
 	"github.com/jocasta/jocasta/events/ingest"
 	"github.com/jocasta/jocasta/httpapi"
@@ -210,6 +211,10 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 		return err
 	}
 	purger.Log = slogFor(log).With("component", "retention")
+	purger.Keepers = []retention.Keeper{
+		{Name: "traffic_rows", Cutoff: func(rp *events.RetentionPurged) *time.Time { return rp.TrafficBefore }, RowsBefore: set.traffic.RowsBefore},
+		{Name: "dns_rows", Cutoff: func(rp *events.RetentionPurged) *time.Time { return rp.DNSBefore }, RowsBefore: set.dns.RowsBefore},
+	}
 	if hooks != nil && hooks.purgeDelay > 0 {
 		purger.FirstDelay = hooks.purgeDelay
 	}

@@ -172,8 +172,15 @@ func TestLookups(t *testing.T) {
 		t.Fatalf("cursor after a read without one: %q", c)
 	}
 
-	// Retention drops the hours before its cutoff.
+	// Retention drops the hours before its cutoff; the purger asks first
+	// whether there are any.
 	cut := at
+	if n, err := f.p.RowsBefore(ctx, cut); err != nil || n == 0 {
+		t.Fatalf("rows before the cutoff: %d %v", n, err)
+	}
+	if n, _ := f.p.RowsBefore(ctx, h9); n != 0 {
+		t.Fatalf("%d rows before the oldest hour", n)
+	}
 	f.apply(events.KindRetentionPurged, events.RetentionPurged{DNSBefore: &cut, Counts: map[string]int{}}, at.Add(5*time.Hour), "retention")
 	if pg, _ := f.p.DeviceLookups(ctx, nas, dns.Filter{Since: h9, Until: at.Add(time.Hour)}); len(pg.Items) != 2 || !pg.Items[1].Hour.Equal(h10) {
 		t.Fatalf("after retention: %s", text(pg.Items))

@@ -68,6 +68,20 @@ type Purger struct {
 	Interval time.Duration
 	// Log reports each purge and each failure; nil discards.
 	Log *slog.Logger
+	// Keepers are the read models of hourly rows with a retention of
+	// their own (traffic, DNS): a purge is due when one holds rows past
+	// it, even when the inventory has nothing to remove.
+	Keepers []Keeper
+}
+
+// Keeper is a read model that keeps hourly rows for its own retention.
+type Keeper struct {
+	// Name keys its count in the event ("traffic_rows", "dns_rows").
+	Name string
+	// Cutoff picks its cutoff from the purge's (nil: kept forever).
+	Cutoff func(rp *events.RetentionPurged) *time.Time
+	// RowsBefore counts its rows of hours that start before t.
+	RowsBefore func(ctx context.Context, t time.Time) (int, error)
 }
 
 // NewPurger returns the retention job for inv. It appends through app,
@@ -149,6 +163,22 @@ func (p *Purger) PurgeOnce(ctx context.Context) (PurgeResult, error) {
 	counts, deleted, err := p.inv.PurgePlan(ctx, inventory.Cutoffs{History: rp.HistoryBefore, Devices: rp.DevicesBefore})
 	if err != nil {
 		return PurgeResult{}, err
+	}
+	for _, k := range p.Keepers {
+		c := k.Cutoff(&rp)
+		if c == nil {
+			continue
+		}
+		n, err := k.RowsBefore(ctx, *c)
+		if err != nil {
+			return PurgeResult{}, fmt.Errorf("retention: purge plan of %s: %w", k.Name, err)
+		}
+		if n > 0 {
+			if counts == nil {
+				counts = map[string]int{}
+			}
+			counts[k.Name] = n
+		}
 	}
 	res := PurgeResult{Counts: counts, Deleted: deleted}
 	total := 0

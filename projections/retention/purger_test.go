@@ -81,3 +81,37 @@ func TestPurgeOnce(t *testing.T) {
 		t.Errorf("negative window accepted")
 	}
 }
+
+// Hours of traffic or DNS past their retention make a purge due even
+// when the inventory has nothing to remove: the event names their
+// cutoffs and counts.
+func TestPurgeForKeepers(t *testing.T) {
+	h := inventorytest.New(t, inventory.Options{})
+	h.Sweep(t0, true, inventorytest.Host("10.0.0.5", "02:42:ac:00:00:05"))
+	comp := &recordingCompactor{}
+	now := t0.Add(40 * 24 * time.Hour)
+	p, err := NewPurger(h, h.Inv, comp, Options{History: 90 * 24 * time.Hour, DNS: 720 * time.Hour}, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked time.Time
+	rows := 12
+	p.Keepers = []Keeper{{Name: "dns_rows", Cutoff: func(rp *events.RetentionPurged) *time.Time { return rp.DNSBefore },
+		RowsBefore: func(_ context.Context, before time.Time) (int, error) { asked = before; return rows, nil }}}
+	res, err := p.PurgeOnce(context.Background())
+	if err != nil || res.Seq == 0 || res.Counts["dns_rows"] != 12 {
+		t.Fatalf("purge: %+v %v", res, err)
+	}
+	if want := now.Add(-720 * time.Hour); !asked.Equal(want) {
+		t.Errorf("asked for rows before %v, want %v", asked, want)
+	}
+	var rp events.RetentionPurged
+	if err := events.DecodeInto(h.Appended()[0], &rp); err != nil || rp.DNSBefore == nil || rp.Counts["dns_rows"] != 12 {
+		t.Errorf("event %+v %v", rp, err)
+	}
+	// Nothing past the window: no event.
+	rows = 0
+	if res, err := p.PurgeOnce(context.Background()); err != nil || res.Seq != 0 || len(h.Appended()) != 1 {
+		t.Errorf("nothing to remove: %+v %v", res, err)
+	}
+}

@@ -166,12 +166,19 @@ func TestTraffic(t *testing.T) {
 		t.Fatalf("a clean stop was taken for a crash: %+v", g)
 	}
 
-	// Retention drops the hours before its cutoff.
+	// Retention drops the hours before its cutoff; the purger asks first
+	// whether there are any.
 	cut := at
+	if n, err := f.p.RowsBefore(ctx, cut); err != nil || n == 0 {
+		t.Fatalf("rows before the cutoff: %d %v", n, err)
+	}
 	f.apply(events.KindRetentionPurged, events.RetentionPurged{TrafficBefore: &cut, Counts: map[string]int{}}, at.Add(5*time.Hour), "retention")
 	page, err = f.p.DeviceTraffic(ctx, nas, traffic.Filter{Since: at.Add(-time.Hour), Until: at.Add(time.Hour), By: traffic.ByHour})
 	if err != nil || len(page.Items) != 1 || !page.Items[0].Hour.Equal(at) {
 		t.Fatalf("after retention: %+v %v", page.Items, err)
+	}
+	if n, _ := f.p.RowsBefore(ctx, cut); n != 0 {
+		t.Fatalf("%d rows before the cutoff after the purge", n)
 	}
 }
 
