@@ -52,11 +52,12 @@ func newProjections(cfg *config.Config, vendors *oui.Registry, now func() time.T
 	if err != nil {
 		return nil, err
 	}
-	tr, err := newTraffic(cfg, inv)
+	dp, err := dnsproj.New(dnsproj.Options{Addresses: inv})
 	if err != nil {
 		return nil, err
 	}
-	dp, err := dnsproj.New(dnsproj.Options{Addresses: inv})
+	// Traffic peers are named by the DNS answers recorded for the device.
+	tr, err := newTraffic(cfg, inv, dp.PeerName)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/jocasta/jocasta/cmd/internal/config"
 	"github.com/jocasta/jocasta/projections/inventory"
@@ -17,7 +19,7 @@ var countries = sync.OnceValues(func() (*traffic.Countries, error) { return traf
 
 // newTraffic builds the traffic projection over the inventory's address
 // history, with peers' countries and location.country as home.
-func newTraffic(cfg *config.Config, inv *inventory.Inventory) (*traffic.Projection, error) {
+func newTraffic(cfg *config.Config, inv *inventory.Inventory, peerName func(deviceID string, peer netip.Addr, at time.Time) string) (*traffic.Projection, error) {
 	c, err := countries()
 	if err != nil {
 		level := slog.LevelWarn
@@ -26,5 +28,5 @@ func newTraffic(cfg *config.Config, inv *inventory.Inventory) (*traffic.Projecti
 		}
 		slog.Default().Log(context.Background(), level, "IP → country database unavailable; traffic peers will show no country (build with make to embed it)", "err", err)
 	}
-	return traffic.New(traffic.Options{Addresses: inv, Countries: c, Home: cfg.Location.Country})
+	return traffic.New(traffic.Options{Addresses: inv, Countries: c, Home: cfg.Location.Country, PeerName: peerName})
 }

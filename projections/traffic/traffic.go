@@ -394,9 +394,7 @@ func (p *Projection) DeviceTraffic(ctx context.Context, id string, f Filter) (pr
 						switch by {
 						case ByPeer:
 							it.Peer, it.Country = key, countryOf(v)
-							if p.opts.PeerName != nil {
-								it.Name = p.opts.PeerName(id, peer, hour)
-							}
+							it.peer, it.hour = peer, hour
 						case ByCountry:
 							it.Country = key
 						case ByHour:
@@ -413,6 +411,14 @@ func (p *Projection) DeviceTraffic(ctx context.Context, id string, f Filter) (pr
 	})
 	if err != nil {
 		return page, err
+	}
+	// Names come after the read transaction: the DNS projection opens its
+	// own on the same file, and a read transaction opened inside another
+	// can wait forever behind a commit that grows the file.
+	if by == ByPeer && p.opts.PeerName != nil {
+		for _, it := range items {
+			it.Name = p.opts.PeerName(id, it.peer, it.hour)
+		}
 	}
 	list := make([]Item, 0, len(items))
 	q := strings.ToLower(f.Q)

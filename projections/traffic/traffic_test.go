@@ -38,7 +38,14 @@ func newFixture(t *testing.T) *fixture {
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	p, err := traffic.New(traffic.Options{Addresses: inv.Inv, Countries: countries, Home: "DE"})
+	// A DNS answer named 1.1.1.1 (the DNS projection's PeerName in serve).
+	named := func(_ string, peer netip.Addr, _ time.Time) string {
+		if peer == netip.MustParseAddr("1.1.1.1") {
+			return "one.one.one.one"
+		}
+		return ""
+	}
+	p, err := traffic.New(traffic.Options{Addresses: inv.Inv, Countries: countries, Home: "DE", PeerName: named})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +112,7 @@ func TestTraffic(t *testing.T) {
 		t.Fatalf("by peer: %+v", page.Items)
 	}
 	dns := page.Items[1]
-	if dns.Peer != "1.1.1.1" || dns.BytesOut != 1100 || dns.BytesIn != 300 || dns.FlowsOut != 11 || dns.PacketsIn != 2 {
+	if dns.Peer != "1.1.1.1" || dns.Name != "one.one.one.one" || page.Items[0].Name != "" || dns.BytesOut != 1100 || dns.BytesIn != 300 || dns.FlowsOut != 11 || dns.PacketsIn != 2 {
 		t.Fatalf("1.1.1.1: %+v", dns)
 	}
 	page, err = f.p.DeviceTraffic(ctx, tv, traffic.Filter{Since: at.Add(-time.Hour), Until: at.Add(time.Hour)})

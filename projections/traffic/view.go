@@ -1,6 +1,9 @@
 package traffic
 
-import "time"
+import (
+	"net/netip"
+	"time"
+)
 
 // Query dimensions of DeviceTraffic (by=).
 const (
@@ -47,6 +50,10 @@ type Item struct {
 	Country string     `json:"country,omitempty"`
 	Hour    *time.Time `json:"hour,omitempty"`
 	Totals
+
+	// peer and hour name a peer item once the read is over (memory only).
+	peer netip.Addr
+	hour time.Time
 }
 
 // Filter selects a device's traffic.
