@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -75,5 +77,18 @@ func TestFirstRunReadyLine(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if logs := d.log.String(); strings.Contains(logs, "first_api_token") || strings.Contains(logs, "setup_link") {
 		t.Errorf("a second start repeats the first-run hints:\n%s", logs)
+	}
+}
+
+// An operator's country database that does not load stops serve at
+// start with its key, instead of peers silently without countries.
+func TestCountryDBThatDoesNotLoad(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "country.mmdb")
+	os.WriteFile(bad, []byte("not a maxmind database"), 0o600)
+	cfg := writeConfig(t, dir, noSweeps+"location:\n  country_db: "+bad+"\n")
+	code, _, stderr := cli(t, "", "serve", "--config", cfg)
+	if code != 1 || !strings.Contains(stderr, "location.country_db "+bad) {
+		t.Fatalf("serve with a bad country database: exit %d %q", code, stderr)
 	}
 }

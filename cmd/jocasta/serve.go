@@ -274,6 +274,10 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 			ev = ev.Str("first_api_token", tokenCmd)
 		}
 		ev.Msg("ready: the web interface and the API answer")
+		for _, g := range set.traffic.Unclosed() {
+			log.Warn().Str("source", g.Source).Time("last_window_end", g.Last).
+				Msg("the flow listener's previous run ended without closing its window (a crash or a kill): the flows it had counted after that (at most one 60 s window) were lost")
+		}
 		if !set.access.HasUsers() {
 			log.Warn().Str("setup_link", base+"/setup?token="+setupSecret).
 				Msg("no web sign-in account exists: open this one-time link to create the first one (or run jocasta user add)")

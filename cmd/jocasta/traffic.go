@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"sync"
@@ -17,10 +18,21 @@ import (
 // process (it is 5 MB once unpacked; replays build fresh projections).
 var countries = sync.OnceValues(func() (*traffic.Countries, error) { return traffic.LoadCountries("") })
 
+// countriesFor is location.country_db's database, or the embedded one.
+func countriesFor(path string) (*traffic.Countries, error) {
+	if path == "" {
+		return countries()
+	}
+	return traffic.LoadCountries(path)
+}
+
 // newTraffic builds the traffic projection over the inventory's address
 // history, with peers' countries and location.country as home.
 func newTraffic(cfg *config.Config, inv *inventory.Inventory, peerName func(deviceID string, peer netip.Addr, at time.Time) string) (*traffic.Projection, error) {
-	c, err := countries()
+	c, err := countriesFor(cfg.Location.CountryDB)
+	if err != nil && cfg.Location.CountryDB != "" {
+		return nil, fmt.Errorf("location.country_db %s: %w", cfg.Location.CountryDB, err)
+	}
 	if err != nil {
 		level := slog.LevelWarn
 		if !errors.Is(err, traffic.ErrNoCountryData) {

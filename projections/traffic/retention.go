@@ -3,6 +3,8 @@ package traffic
 import (
 	"context"
 	"encoding/binary"
+	"slices"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -36,4 +38,21 @@ func (p *Projection) RowsBefore(ctx context.Context, t time.Time) (int, error) {
 		return nil
 	})
 	return n, err
+}
+
+// Unclosed lists the listeners whose last recorded window was not their
+// final one (serve stopped without closing it: a crash or a kill), with
+// when that window ended: the flows of at most one window after it were
+// lost. serve says so when it starts.
+func (p *Projection) Unclosed() []Gap {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	var out []Gap
+	for src, r := range p.sources {
+		if !r.Final && !r.Finished.IsZero() {
+			out = append(out, Gap{Source: src, Last: r.Finished})
+		}
+	}
+	slices.SortFunc(out, func(a, b Gap) int { return strings.Compare(a.Source, b.Source) })
+	return out
 }

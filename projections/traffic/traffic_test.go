@@ -1,9 +1,13 @@
 package traffic_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
+	"io"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -167,7 +171,13 @@ func TestTraffic(t *testing.T) {
 	if g := f.p.Gaps(); len(g) != 1 || !g[0].Last.Equal(at.Add(30*time.Minute)) {
 		t.Fatalf("gaps %+v", g)
 	}
+	if u := f.p.Unclosed(); len(u) != 1 {
+		t.Fatalf("a window that was not the last one is not reported as unclosed: %+v", u)
+	}
 	f.window(at.Add(3*time.Hour), false, true) // clean stop
+	if u := f.p.Unclosed(); len(u) != 0 {
+		t.Fatalf("a clean stop reported as unclosed: %+v", u)
+	}
 	f.window(at.Add(4*time.Hour), true, false)
 	if g := f.p.Gaps(); len(g) != 1 {
 		t.Fatalf("a clean stop was taken for a crash: %+v", g)
@@ -209,5 +219,30 @@ func TestCountries(t *testing.T) {
 	}
 	if _, err := traffic.LoadCountries(filepath.Join(t.TempDir(), "missing.mmdb")); err == nil {
 		t.Fatal("a missing file was accepted")
+	}
+	// An operator's .mmdb (location.country_db) replaces the embedded one:
+	// here the embedded one unpacked to a file.
+	gz, err := os.ReadFile(filepath.Join("data", "country.mmdb.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "country.mmdb")
+	os.WriteFile(file, raw, 0o600)
+	own, err := traffic.LoadCountries(file)
+	if err != nil || own.Country(netip.MustParseAddr("8.8.8.8")) != "US" {
+		t.Fatalf("a country database from a file: %v", err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.mmdb")
+	os.WriteFile(bad, []byte("not a database"), 0o600)
+	if _, err := traffic.LoadCountries(bad); err == nil {
+		t.Fatal("garbage accepted as a country database")
 	}
 }

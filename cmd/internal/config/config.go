@@ -107,6 +107,9 @@ type Retention struct {
 type Location struct {
 	Country  string `yaml:"country"`  // "" or two upper-case letters
 	Timezone string `yaml:"timezone"` // "" or an IANA zone name that time.LoadLocation knows
+	// CountryDB is an IP → country database in the MaxMind DB format
+	// that replaces the embedded one (a newer or licensed database).
+	CountryDB string `yaml:"country_db"`
 }
 
 // Scan holds the interval sweep and port scan settings.

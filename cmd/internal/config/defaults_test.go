@@ -45,6 +45,7 @@ func TestDefaults(t *testing.T) {
 		{"retention.devices", c.Retention.Devices, h(2160)},
 		{"location.country", c.Location.Country, ""},
 		{"location.timezone", c.Location.Timezone, ""},
+		{"location.country_db", c.Location.CountryDB, ""},
 		{"networks", len(c.Networks), 0},
 		{"scan.source", c.Scan.Source, ""},
 		{"scan.devices.enabled", c.Scan.Devices.Enabled, true},

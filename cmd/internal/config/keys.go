@@ -62,6 +62,7 @@ func keyDocs() map[string]keyDoc {
 		"retention.devices":                 {doc: "Keeps a device after a scan last saw it. A device that was labelled, grouped, typed, noted, ignored or watched is kept.", def: "2160h (90 days)", allowed: durationAllowed + "; 0s = forever"},
 		"location":                          {doc: "Where the world map starts and which zone times are shown in."},
 		"location.country":                  {doc: "Country from which the world map draws its lines. Empty: derived from the router's outside address (which cannot find the country of a network behind carrier-grade NAT).", allowed: "a two-letter country code (DE, US, ...)"},
+		"location.country_db":               {doc: "An IP → country database in the MaxMind DB format (.mmdb, such as GeoLite2-Country or DB-IP's country lite) used for traffic peers instead of the embedded public-domain one.", def: "empty (the embedded database)", allowed: "a readable file path"},
 		"location.timezone":                 {doc: "Zone in which times are shown. Empty: the TZ variable or the system zone (UTC in a container). Stored times are always UTC.", allowed: "an IANA zone name (Europe/Berlin, UTC, ...)"},
 		"networks":                          {doc: "Prefixes the sweep covers at each interval. Each found address is recorded under the network that contains it, so networks may not overlap.", allowed: "a list of CIDR prefixes written as networks (192.168.1.0/24, not 192.168.1.5/24), at most 2^24 addresses each"},
 		"scan":                              {doc: "Interval sweeps and port scans."},

@@ -36,6 +36,7 @@ func TestBounds(t *testing.T) {
 		{"proxy junk", "server:\n  trusted_proxies:\n    - 10.0.0.0/8\n    - proxy\n", "server.trusted_proxies[1]", 4, 7, "want an IP address or CIDR prefix"},
 		{"proxies scalar", "server:\n  trusted_proxies: 10.0.0.1\n", "server.trusted_proxies", 2, 20, "want a list"},
 		{"proxy header unknown", "server:\n  proxy_header: true-client-ip\n", "server.proxy_header", 2, 17, "write x-forwarded-for"},
+		{"country db missing", "location:\n  country_db: /nonexistent/country.mmdb\n", "location.country_db", 2, 15, "cannot read /nonexistent/country.mmdb"},
 		{"base url with a path", "server:\n  base_url: https://jocasta.lan/inventory\n", "server.base_url", 2, 13, "scheme and host only"},
 		{"base url without a scheme", "server:\n  base_url: jocasta.lan\n", "server.base_url", 2, 13, "scheme and host only"},
 		{"origin path", "server:\n  cors:\n    allowed_origins: [\"https://a.example/x\"]\n", "server.cors.allowed_origins[0]", 3, 23, "remove everything after the host"},

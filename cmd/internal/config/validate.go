@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -261,6 +262,13 @@ func (l *loader) validateLocation(loc *Location) {
 		if l.check("location.country", ok, fmt.Sprintf("want a two-letter country code such as DE or US, got %q", c)) {
 			loc.Country = strings.ToUpper(c)
 		}
+	}
+	if p := loc.CountryDB; p != "" {
+		f, err := os.Open(p)
+		if err == nil {
+			f.Close()
+		}
+		l.check("location.country_db", err == nil, fmt.Sprintf("cannot read %s: %v; give the path of a .mmdb file, or leave country_db empty for the embedded database", p, err))
 	}
 	if tz := loc.Timezone; tz != "" {
 		if tz == "Local" {
