@@ -17,13 +17,9 @@ const (
 // keys; a cfg tag marks a secret. The service's loader decodes it with
 // file:line positions and checks the endpoint rules every kind shares.
 type Config struct {
-	Enabled  bool          `yaml:"enabled"`
-	Host     string        `yaml:"host"` // required when enabled; no port
-	Port     int           `yaml:"port"` // after Load: DefaultPort, or DefaultTLSPort with SSL, unless set
-	Password string        `yaml:"password" cfg:"secret"`
-	SSL      bool          `yaml:"ssl"`
-	Insecure bool          `yaml:"insecure"`
-	Timeout  time.Duration `yaml:"timeout"` // default DefaultTimeout; > 0
+	Enabled                bool `yaml:"enabled"`
+	sources.EndpointConfig `yaml:",inline"`
+	Password               string `yaml:"password" cfg:"secret"`
 }
 
 // SetDefaults fills the defaults of a new instance before its keys are

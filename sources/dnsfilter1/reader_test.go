@@ -24,7 +24,7 @@ func serve(t *testing.T, f *dnsfilter1test.Fake) Config {
 	u, _ := url.Parse(ts.URL)
 	host, port, _ := net.SplitHostPort(u.Host)
 	p, _ := strconv.Atoi(port)
-	return Config{Enabled: true, Host: host, Port: p, Password: f.Password, Timeout: 5 * time.Second}
+	return Config{Enabled: true, EndpointConfig: sources.EndpointConfig{Host: host, Port: p, Timeout: 5 * time.Second}, Password: f.Password}
 }
 
 func newReader(t *testing.T, cfg Config, cursor string, opts sources.DNSReaderOptions) *Reader {

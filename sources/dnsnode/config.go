@@ -17,14 +17,10 @@ const (
 // keys; a cfg tag marks a secret. The service's loader decodes it with
 // file:line positions and checks the endpoint rules every kind shares.
 type Config struct {
-	Enabled  bool          `yaml:"enabled"`
-	Host     string        `yaml:"host"` // required when enabled; no port
-	Port     int           `yaml:"port"` // after Load: DefaultPort, or DefaultTLSPort with SSL, unless set
-	Token    string        `yaml:"token" cfg:"secret"`
-	SSL      bool          `yaml:"ssl"`
-	Insecure bool          `yaml:"insecure"`
-	LogApp   string        `yaml:"log_app"`
-	Timeout  time.Duration `yaml:"timeout"` // default DefaultTimeout; > 0
+	Enabled                bool `yaml:"enabled"`
+	sources.EndpointConfig `yaml:",inline"`
+	Token                  string `yaml:"token" cfg:"secret"`
+	LogApp                 string `yaml:"log_app"`
 }
 
 // SetDefaults fills the defaults of a new instance before its keys are

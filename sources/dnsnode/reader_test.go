@@ -25,7 +25,7 @@ func serve(t *testing.T, f *dnsnodetest.Fake) Config {
 	u, _ := url.Parse(ts.URL)
 	host, port, _ := net.SplitHostPort(u.Host)
 	p, _ := strconv.Atoi(port)
-	return Config{Enabled: true, Host: host, Port: p, Token: token, Timeout: 5 * time.Second}
+	return Config{Enabled: true, EndpointConfig: sources.EndpointConfig{Host: host, Port: p, Timeout: 5 * time.Second}, Token: token}
 }
 
 func newReader(t *testing.T, cfg Config, cursor string, opts sources.DNSReaderOptions) *Reader {

@@ -423,7 +423,7 @@ func (l *loader) section(n ast.Node, f *field, path string, v reflect.Value) {
 			vl, vc = kl, kc
 		}
 		l.origins[cpath] = origin{keyLine: kl, keyCol: kc, line: vl, col: vc}
-		l.value(e.value, child, cpath, v.Field(child.index))
+		l.value(e.value, child, cpath, v.FieldByIndex(child.index))
 	}
 }
 

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/jocasta/jocasta/sources"
 	"net/netip"
 	"slices"
 	"strings"
@@ -141,19 +142,19 @@ notify:
 		name      string
 		got, want any
 	}{
-		{"routerapi", c.Plugins.RouterAPI["r"], RouterAPI{Port: 80, Timeout: tenStd}},
-		{"routerapi ssl", c.Plugins.RouterAPI["rs"], RouterAPI{Port: 443, SSL: true, Timeout: tenStd}},
-		{"rpcrouter", c.Plugins.RPCRouter["r"], RPCRouter{Port: 80, Timeout: tenStd}},
-		{"rpcrouter ssl", c.Plugins.RPCRouter["rs"], RPCRouter{Port: 443, SSL: true, Timeout: tenStd}},
+		{"routerapi", c.Plugins.RouterAPI["r"], RouterAPI{EndpointConfig: sources.EndpointConfig{Port: 80, Timeout: tenStd}}},
+		{"routerapi ssl", c.Plugins.RouterAPI["rs"], RouterAPI{EndpointConfig: sources.EndpointConfig{Port: 443, SSL: true, Timeout: tenStd}}},
+		{"rpcrouter", c.Plugins.RPCRouter["r"], RPCRouter{EndpointConfig: sources.EndpointConfig{Port: 80, Timeout: tenStd}}},
+		{"rpcrouter ssl", c.Plugins.RPCRouter["rs"], RPCRouter{EndpointConfig: sources.EndpointConfig{Port: 443, SSL: true, Timeout: tenStd}}},
 		{"flowlistener", c.Plugins.FlowListener["f"].Listen, ":2055"},
 		{"flowlistener enabled", c.Plugins.FlowListener["f"].Enabled, false},
 		{"flowlistener exporters", len(c.Plugins.FlowListener["f"].Exporters), 0},
-		{"dnsnode", c.Plugins.DNSNode["d"], DNSNode{Port: 5380, Timeout: tenStd}},
-		{"dnsnode ssl", c.Plugins.DNSNode["ds"], DNSNode{Port: 53443, SSL: true, Timeout: tenStd}},
-		{"dnsfilter1", c.Plugins.DNSFilter1["a"], DNSFilter1{Port: 80, Timeout: tenStd}},
-		{"dnsfilter1 ssl", c.Plugins.DNSFilter1["as"], DNSFilter1{Port: 443, SSL: true, Timeout: tenStd}},
-		{"dnsfilter2 (null)", c.Plugins.DNSFilter2["b"], DNSFilter2{Port: 80, Timeout: tenStd}},
-		{"dnsfilter2 ssl", c.Plugins.DNSFilter2["bs"], DNSFilter2{Port: 443, SSL: true, Timeout: tenStd}},
+		{"dnsnode", c.Plugins.DNSNode["d"], DNSNode{EndpointConfig: sources.EndpointConfig{Port: 5380, Timeout: tenStd}}},
+		{"dnsnode ssl", c.Plugins.DNSNode["ds"], DNSNode{EndpointConfig: sources.EndpointConfig{Port: 53443, SSL: true, Timeout: tenStd}}},
+		{"dnsfilter1", c.Plugins.DNSFilter1["a"], DNSFilter1{EndpointConfig: sources.EndpointConfig{Port: 80, Timeout: tenStd}}},
+		{"dnsfilter1 ssl", c.Plugins.DNSFilter1["as"], DNSFilter1{EndpointConfig: sources.EndpointConfig{Port: 443, SSL: true, Timeout: tenStd}}},
+		{"dnsfilter2 (null)", c.Plugins.DNSFilter2["b"], DNSFilter2{EndpointConfig: sources.EndpointConfig{Port: 80, Timeout: tenStd}}},
+		{"dnsfilter2 ssl", c.Plugins.DNSFilter2["bs"], DNSFilter2{EndpointConfig: sources.EndpointConfig{Port: 443, SSL: true, Timeout: tenStd}}},
 		{"notify enabled", c.Notify["n"].Enabled, true},
 		{"notify timeout", c.Notify["n"].Timeout, ten},
 		{"push token", c.Notify["n"].Push.Token, ""},
@@ -173,7 +174,7 @@ func TestDefaultsValidate(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatalf("Defaults().Validate() = %v", err)
 	}
-	c.Plugins.RouterAPI = map[string]RouterAPI{"x": {Enabled: true, Host: "10.0.0.1", SSL: true, Timeout: time.Duration(defaultTimeout)}}
+	c.Plugins.RouterAPI = map[string]RouterAPI{"x": {Enabled: true, EndpointConfig: sources.EndpointConfig{Host: "10.0.0.1", SSL: true, Timeout: time.Duration(defaultTimeout)}}}
 	c.Server.Port = 0
 	err := c.Validate()
 	if err == nil || !strings.Contains(err.Error(), "server.port: want a whole number from 1 to 65535, got 0") {

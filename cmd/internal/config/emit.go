@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"fmt"
+	"github.com/jocasta/jocasta/sources"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -58,18 +59,18 @@ func starter(prefixes []netip.Prefix, hostname string, liveExamples bool) []byte
 func exampleConfig() Config {
 	return Config{
 		Plugins: Plugins{
-			RouterAPI: map[string]RouterAPI{"core": {Enabled: true, Host: "192.168.1.1", Port: 443, SSL: true,
-				User: "jocasta", Password: "change-me", Timeout: time.Duration(defaultTimeout)}},
-			RPCRouter: map[string]RPCRouter{"ap": {Enabled: true, Host: "192.168.1.2", Port: 443, SSL: true,
-				User: "jocasta", Password: "change-me", Timeout: time.Duration(defaultTimeout)}},
+			RouterAPI: map[string]RouterAPI{"core": {Enabled: true, EndpointConfig: sources.EndpointConfig{Host: "192.168.1.1", Port: 443, SSL: true, Timeout: time.Duration(defaultTimeout)},
+				User: "jocasta", Password: "change-me"}},
+			RPCRouter: map[string]RPCRouter{"ap": {Enabled: true, EndpointConfig: sources.EndpointConfig{Host: "192.168.1.2", Port: 443, SSL: true, Timeout: time.Duration(defaultTimeout)},
+				User: "jocasta", Password: "change-me"}},
 			FlowListener: map[string]FlowListener{"core": {Enabled: true, Listen: ":2055",
 				Exporters: []netip.Addr{netip.MustParseAddr("192.168.1.1")}}},
-			DNSNode: map[string]DNSNode{"dns1": {Enabled: true, Host: "192.168.1.3", Port: 53443, SSL: true,
-				Token: "change-me", Timeout: time.Duration(defaultTimeout)}},
-			DNSFilter1: map[string]DNSFilter1{"filter": {Enabled: true, Host: "192.168.1.4", Port: 443, SSL: true,
-				Password: "change-me", Timeout: time.Duration(defaultTimeout)}},
-			DNSFilter2: map[string]DNSFilter2{"filter": {Enabled: true, Host: "192.168.1.5", Port: 443, SSL: true,
-				User: "jocasta", Password: "change-me", Timeout: time.Duration(defaultTimeout)}},
+			DNSNode: map[string]DNSNode{"dns1": {Enabled: true, EndpointConfig: sources.EndpointConfig{Host: "192.168.1.3", Port: 53443, SSL: true, Timeout: time.Duration(defaultTimeout)},
+				Token: "change-me"}},
+			DNSFilter1: map[string]DNSFilter1{"filter": {Enabled: true, EndpointConfig: sources.EndpointConfig{Host: "192.168.1.4", Port: 443, SSL: true, Timeout: time.Duration(defaultTimeout)},
+				Password: "change-me"}},
+			DNSFilter2: map[string]DNSFilter2{"filter": {Enabled: true, EndpointConfig: sources.EndpointConfig{Host: "192.168.1.5", Port: 443, SSL: true, Timeout: time.Duration(defaultTimeout)},
+				User: "jocasta", Password: "change-me"}},
 		},
 		Notify: map[string]Notify{
 			"phone": {Enabled: true, Timeout: defaultTimeout,
@@ -138,12 +139,12 @@ func (e *emitter) top(root *field, v, ex reflect.Value) {
 		if i > 0 {
 			e.b.WriteByte('\n')
 		}
-		fv := v.Field(f.index)
+		fv := v.FieldByIndex(f.index)
 		if ex.IsValid() && (f.name == "plugins" || f.name == "notify") {
 			if !e.liveExamples {
 				e.prefix = "# "
 			}
-			e.key(f, ex.Field(f.index), 0)
+			e.key(f, ex.FieldByIndex(f.index), 0)
 			e.prefix = ""
 			continue
 		}
@@ -241,7 +242,7 @@ func (e *emitter) key(f *field, v reflect.Value, indent int) {
 		}
 		e.line(indent, f.name+":")
 		for _, c := range f.children {
-			e.key(c, v.Field(c.index), indent+2)
+			e.key(c, v.FieldByIndex(c.index), indent+2)
 		}
 	case kindInstances:
 		if v.Len() == 0 {
@@ -254,7 +255,7 @@ func (e *emitter) key(f *field, v reflect.Value, indent int) {
 			e.line(indent+2, name+":")
 			inst := v.MapIndex(reflect.ValueOf(name))
 			for _, c := range f.children {
-				e.key(c, inst.Field(c.index), indent+4)
+				e.key(c, inst.FieldByIndex(c.index), indent+4)
 			}
 		}
 	case kindHeaders:
@@ -310,7 +311,7 @@ func defaultOf(f *field) reflect.Value {
 		if child == nil {
 			return reflect.Value{}
 		}
-		fv := v.Field(child.index)
+		fv := v.FieldByIndex(child.index)
 		switch child.kind {
 		case kindInstances:
 			inst := reflect.New(child.typ.Elem())

@@ -66,7 +66,7 @@ func (l *loader) envInto(f *field, v reflect.Value, path string, segs []string, 
 		return
 	}
 	cpath := join(path, seg)
-	fv := v.Field(child.index)
+	fv := v.FieldByIndex(child.index)
 	rest := segs[1:]
 	l.markEnv(cpath, name)
 	switch child.kind {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/jocasta/jocasta/sources"
 	"net/netip"
 	"strings"
 	"testing"
@@ -60,7 +61,7 @@ func TestEnvMapping(t *testing.T) {
 		{"SVC_SCAN__PORTS__CONCURRENCY=8", func(c *Config) any { return c.Scan.Ports.Concurrency }, 8},
 		// An instance named by a variable only; its name is lower-cased.
 		{"SVC_PLUGINS__ROUTERAPI__CORE__PASSWORD=hunter2", func(c *Config) any { return c.Plugins.RouterAPI["core"] },
-			RouterAPI{Password: "hunter2", Port: 80, Timeout: time.Duration(defaultTimeout)}},
+			RouterAPI{EndpointConfig: sources.EndpointConfig{Port: 80, Timeout: time.Duration(defaultTimeout)}, Password: "hunter2"}},
 		{"SVC_PLUGINS__ROUTERAPI__CORE__TOPOLOGY_ONLY=true", func(c *Config) any { return c.Plugins.RouterAPI["core"].TopologyOnly }, true},
 		{"SVC_PLUGINS__RPCROUTER__OFFICE_AP__USER=ro", func(c *Config) any { return c.Plugins.RPCRouter["office_ap"].User }, "ro"},
 		{"SVC_PLUGINS__FLOWLISTENER__EDGE__EXPORTERS=192.0.2.1,192.0.2.2", func(c *Config) any { return c.Plugins.FlowListener["edge"].Exporters },

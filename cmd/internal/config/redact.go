@@ -21,7 +21,7 @@ func (c *Config) Redacted() *Config {
 
 func redactSection(f *field, v reflect.Value) {
 	for _, c := range f.children {
-		fv := v.Field(c.index)
+		fv := v.FieldByIndex(c.index)
 		switch c.kind {
 		case kindSection:
 			if c.optional {

@@ -31,7 +31,7 @@ type field struct {
 	name     string // the key at its level
 	pattern  string // dotted path from the root, "*" standing for an instance name
 	kind     kind
-	index    int          // index of the struct field in its parent struct
+	index    []int        // index path of the struct field in its parent struct (inline fields add a step)
 	typ      reflect.Type // the Go type of the field
 	optional bool         // a *struct block, present or absent
 	secret   bool         // value (or, for headers, every value) is secret
@@ -55,20 +55,32 @@ var (
 func schema() *field {
 	root := &field{kind: kindSection, typ: reflect.TypeFor[Config]()}
 	root.children = structFields(root.typ, "")
-	root.index = -1
+	root.index = nil
 	indexChildren(root)
 	return root
 }
 
 func structFields(t reflect.Type, prefix string) []*field {
+	return structFieldsAt(t, prefix, nil)
+}
+
+// structFieldsAt lists the keys of t, a struct reached by the field
+// index path at; a field tagged `yaml:",inline"` (the plugin kinds'
+// shared sources.EndpointConfig) contributes its keys beside the others.
+func structFieldsAt(t reflect.Type, prefix string, at []int) []*field {
 	var out []*field
 	for i := range t.NumField() {
 		sf := t.Field(i)
-		name, _, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
+		name, opts, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
+		index := append(append([]int(nil), at...), i)
+		if name == "" && opts == "inline" && sf.Type.Kind() == reflect.Struct {
+			out = append(out, structFieldsAt(sf.Type, prefix, index)...)
+			continue
+		}
 		if name == "" || name == "-" {
 			continue
 		}
-		f := &field{name: name, pattern: join(prefix, name), index: i, typ: sf.Type}
+		f := &field{name: name, pattern: join(prefix, name), index: index, typ: sf.Type}
 		for opt := range strings.SplitSeq(sf.Tag.Get("cfg"), ",") {
 			switch opt {
 			case "secret":
