@@ -96,3 +96,24 @@ func TestBackupWhileServingAndRestore(t *testing.T) {
 		t.Error("a refused restore touched the database")
 	}
 }
+
+// log stats works on the database itself and through a running serve,
+// and says the same.
+func TestLogStats(t *testing.T) {
+	cfg := writeConfig(t, t.TempDir(), noSweeps)
+	for n := range 3 {
+		if code, _, stderr := cli(t, "", "token", "create", "--config", cfg, "--name", fmt.Sprint("t", n)); code != 0 {
+			t.Fatal(stderr)
+		}
+	}
+	code, offline, stderr := cli(t, "", "log", "stats", "--config", cfg, "--json")
+	if code != 0 || !strings.Contains(offline, `"events": 3`) || !strings.Contains(offline, `"kind": "token.created"`) {
+		t.Fatalf("offline: %d %s %s", code, offline, stderr)
+	}
+	d := startDaemon(t, cfg)
+	code, served, stderr := cli(t, "", "log", "stats", "--config", cfg)
+	if code != 0 || !strings.Contains(served, "token.created") || !strings.Contains(served, "bucket") {
+		t.Fatalf("through serve: %d %s %s", code, served, stderr)
+	}
+	d.stop()
+}

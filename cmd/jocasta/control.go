@@ -101,6 +101,7 @@ func listenControl(path, dbFile string, a admin, log zerolog.Logger) (*controlSe
 	handle("log/export", streaming(streams, a.LogExport))
 	handle("log/tail", streaming(streams, a.LogTail))
 	mux.HandleFunc("POST /v1/backup", backupHandler(a, dbFile, log))
+	handle("log/stats", nullary(logStatsOp(a)))
 	cs := &controlServer{path: path, ln: ln, endStreams: endStreams, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			return context.WithValue(ctx, peerKey{}, peerActor(c))

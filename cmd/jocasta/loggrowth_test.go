@@ -56,7 +56,7 @@ func dataInUse(t testing.TB, path string) int {
 	err = db.View(func(tx *bolt.Tx) error {
 		return tx.ForEach(func(_ []byte, b *bolt.Bucket) error {
 			st := b.Stats()
-			total += st.BranchInuse + st.LeafInuse
+			total += st.BranchInuse + st.LeafInuse + st.InlineBucketInuse
 			return nil
 		})
 	})

@@ -57,6 +57,7 @@ commands:
   user add NAME [--password-stdin] | user passwd NAME [--password-stdin]
   user list [--json] | user remove NAME
   log verify [--json] | log tail [--from SEQ] | log export [--since T] [--until T]
+  log stats [--json]                     events and bytes per kind and day, snapshots, buckets
   notify list [--json] | notify set NAME KINDS@SCOPE... | notify test NAME
   notify ledger NAME [--state S] [--limit N] [--json] | notify redeliver NAME ID|--all NAME
   replay [--until T] --output FILE       rebuild every projection into a fresh database
@@ -129,7 +130,7 @@ func dispatch(e *env, args []string) error {
 	case "user":
 		return sub(e, "user", rest, map[string]func(*env, []string) error{"add": cmdUserAdd, "passwd": cmdUserPasswd, "list": cmdUserList, "remove": cmdUserRemove})
 	case "log":
-		return sub(e, "log", rest, map[string]func(*env, []string) error{"verify": cmdLogVerify, "tail": cmdLogTail, "export": cmdLogExport})
+		return sub(e, "log", rest, map[string]func(*env, []string) error{"verify": cmdLogVerify, "tail": cmdLogTail, "export": cmdLogExport, "stats": cmdLogStats})
 	case "notify":
 		return cmdNotify(e, rest)
 	case "replay":

@@ -1,0 +1,135 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// KindStats counts a kind's events and their stored bytes.
+type KindStats struct {
+	Kind   string `json:"kind"`
+	Events int    `json:"events"`
+	Bytes  int64  `json:"bytes"`
+}
+
+// DayStats counts one UTC day's events and their stored bytes.
+type DayStats struct {
+	Day    string `json:"day"` // YYYY-MM-DD
+	Events int    `json:"events"`
+	Bytes  int64  `json:"bytes"`
+}
+
+// BucketStats is what bbolt's own statistics say of one bucket (as
+// `bbolt stats` reports them): its keys and the bytes of branch and leaf
+// data in use.
+type BucketStats struct {
+	Name    string `json:"name"`
+	Keys    int    `json:"keys"`
+	InUse   int    `json:"bytes_in_use"`
+	Alloced int    `json:"bytes_allocated"`
+}
+
+// LogStats describes the log and the database file it lives in.
+type LogStats struct {
+	First uint64 `json:"first"`
+	Head  uint64 `json:"head"`
+	// Compacted says events before First were removed behind a snapshot.
+	Compacted bool `json:"compacted"`
+	// Oldest and Newest are the times of the first and last kept events.
+	Oldest    *time.Time     `json:"oldest"`
+	Newest    *time.Time     `json:"newest"`
+	Events    int            `json:"events"`
+	Bytes     int64          `json:"bytes"`
+	Kinds     []KindStats    `json:"kinds"`
+	Days      []DayStats     `json:"days"`
+	Snapshots []SnapshotInfo `json:"snapshots"`
+	Buckets   []BucketStats  `json:"buckets"`
+	FileSize  int64          `json:"file_size"`
+}
+
+// Stats reads the whole log (one short read transaction per chunk, as
+// Verify does) and the file's bucket statistics.
+func (s *Store) Stats(ctx context.Context) (LogStats, error) {
+	if s.isClosed() {
+		return LogStats{}, fmt.Errorf("store: stats: %w", ErrClosed)
+	}
+	st := LogStats{First: s.First(), Head: s.Head()}
+	st.Compacted = st.First > 1
+	kinds := map[string]*KindStats{}
+	days := map[string]*DayStats{}
+	var hdr struct {
+		Kind string    `json:"kind"`
+		Time time.Time `json:"time"`
+	}
+	err := safeView(s.db, func(tx *bolt.Tx) error {
+		c := tx.Bucket(bLog).Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if st.Events%4096 == 0 && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			hdr.Kind, hdr.Time = "", time.Time{}
+			if err := json.Unmarshal(v, &hdr); err != nil {
+				return fmt.Errorf("event %x: %w: %w", k, ErrCorrupt, err)
+			}
+			n := int64(len(k) + len(v))
+			st.Events++
+			st.Bytes += n
+			ks := kinds[hdr.Kind]
+			if ks == nil {
+				ks = &KindStats{Kind: hdr.Kind}
+				kinds[hdr.Kind] = ks
+			}
+			ks.Events++
+			ks.Bytes += n
+			day := hdr.Time.UTC().Format(time.DateOnly)
+			ds := days[day]
+			if ds == nil {
+				ds = &DayStats{Day: day}
+				days[day] = ds
+			}
+			ds.Events++
+			ds.Bytes += n
+			t := hdr.Time.UTC()
+			if st.Oldest == nil {
+				st.Oldest = &t
+			}
+			st.Newest = &t
+		}
+		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			bs := b.Stats()
+			st.Buckets = append(st.Buckets, BucketStats{Name: string(name), Keys: bs.KeyN,
+				InUse: bs.BranchInuse + bs.LeafInuse + bs.InlineBucketInuse, Alloced: bs.BranchAlloc + bs.LeafAlloc})
+			return nil
+		})
+	})
+	if err != nil {
+		return LogStats{}, fmt.Errorf("store: stats: %w", err)
+	}
+	for _, k := range kinds {
+		st.Kinds = append(st.Kinds, *k)
+	}
+	slices.SortFunc(st.Kinds, func(a, b KindStats) int {
+		if c := cmp.Compare(b.Bytes, a.Bytes); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Kind, b.Kind)
+	})
+	for _, d := range days {
+		st.Days = append(st.Days, *d)
+	}
+	slices.SortFunc(st.Days, func(a, b DayStats) int { return cmp.Compare(a.Day, b.Day) })
+	if st.Snapshots, err = s.Snapshots(); err != nil {
+		return LogStats{}, err
+	}
+	if fi, err := os.Stat(s.db.Path()); err == nil {
+		st.FileSize = fi.Size()
+	}
+	return st, nil
+}
