@@ -199,7 +199,7 @@ func (c *core) api(cfg *config.Config, log zerolog.Logger) (http.Handler, error)
 		MCP:            c.mcp,
 		Metrics:        c.metricsHandler(),
 		ObserveRequest: c.observeRequest(),
-	}, httpapi.Deps{Notifications: c.notes, Inventory: c.inv, Traffic: c.traffic, DNS: dnsAPI(cfg, c.dns), Commander: c.commander(), Auth: c.access, Ready: c.readiness(),
+	}, httpapi.Deps{Notifications: c.notes, Inventory: c.inv, Traffic: trafficDeps(cfg, c.traffic), DNS: dnsAPI(cfg, c.dns), Commander: c.commander(), Auth: c.access, Ready: c.readiness(),
 		Space: newDiskSpace(filepath.Dir(cfg.DBFile())), Log: log, Now: c.now})
 }
 

@@ -125,15 +125,23 @@ func (c *core) startNotifications(cfg *config.Config, log zerolog.Logger) (*noti
 	}
 	c.notes = &notifications{d: disp, rules: c.rules, cmd: c.commander(), source: "api"}
 	if cfg.Server.MCP.Enabled {
-		c.mcp = c.mcpHandler(log)
+		c.mcp = c.mcpHandler(cfg, log)
 	}
 	return disp, nil
 }
 
 // mcpHandler is the MCP endpoint over the core's inventory and write side.
-func (c *core) mcpHandler(log zerolog.Logger) http.Handler {
-	h, err := mcp.Handler(mcp.Deps{Inventory: c.inv, Commander: c.commanderFor("mcp"), Version: version,
-		Log: slogFor(log).With("component", "mcp")})
+func (c *core) mcpHandler(cfg *config.Config, log zerolog.Logger) http.Handler {
+	md := mcp.Deps{Inventory: c.inv, Commander: c.commanderFor("mcp"), Version: version, Log: slogFor(log).With("component", "mcp")}
+	// The traffic and DNS tools are offered only when something records
+	// traffic or lookups, as the API's endpoints answer only then.
+	if t := trafficAPI(cfg, c.traffic); t != nil {
+		md.Traffic = t
+	}
+	if d := dnsAPI(cfg, c.dns); d != nil {
+		md.DNS = d
+	}
+	h, err := mcp.Handler(md)
 	if err != nil { // only for missing dependencies, which core always has
 		log.Error().Err(err).Msg("MCP endpoint unavailable")
 		return nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jocasta/jocasta/cmd/internal/config"
+	"github.com/jocasta/jocasta/httpapi"
 	"github.com/jocasta/jocasta/projections/inventory"
 	"github.com/jocasta/jocasta/projections/traffic"
 )
@@ -41,4 +42,25 @@ func newTraffic(cfg *config.Config, inv *inventory.Inventory, peerName func(devi
 		slog.Default().Log(context.Background(), level, "IP → country database unavailable; traffic peers will show no country (build with make to embed it)", "err", err)
 	}
 	return traffic.New(traffic.Options{Addresses: inv, Countries: c, Home: cfg.Location.Country, PeerName: peerName})
+}
+
+// trafficAPI is the traffic read model for the API and MCP when a flow
+// listener is enabled, nil otherwise (the API then answers 404
+// not-recorded, naming the plugin that would record traffic). Hours
+// recorded while a listener was enabled stay in the database for
+// retention.traffic either way.
+func trafficAPI(cfg *config.Config, p *traffic.Projection) *traffic.Projection {
+	if p == nil || len(enabledInstances(cfg, "plugins.flowlistener")) == 0 {
+		return nil
+	}
+	return p
+}
+
+// trafficDeps is trafficAPI as httpapi's dependency: a nil interface
+// (not an interface holding a nil pointer) when traffic is not recorded.
+func trafficDeps(cfg *config.Config, p *traffic.Projection) httpapi.Traffic {
+	if t := trafficAPI(cfg, p); t != nil {
+		return t
+	}
+	return nil
 }

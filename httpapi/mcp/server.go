@@ -22,6 +22,9 @@ import (
 type Deps struct {
 	Inventory httpapi.Inventory
 	Commander httpapi.Commander
+	// Traffic and DNS, when set, offer device_traffic and device_dns.
+	Traffic Traffic
+	DNS     DNS
 	// Version is reported to clients as the server's version.
 	Version string
 	Log     *slog.Logger
@@ -43,6 +46,7 @@ func Handler(d Deps) (http.Handler, error) {
 	})
 	t := &tools{d: d}
 	t.register(s)
+	t.registerActivity(s)
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s },
 		&sdk.StreamableHTTPOptions{Logger: d.Log, SessionTimeout: 30 * time.Minute})
 	// The router has checked the token; hand its principal to the SDK.
