@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jocasta/jocasta/projections"
+	"github.com/jocasta/jocasta/projections/dns"
 	"github.com/jocasta/jocasta/projections/traffic"
 )
 
@@ -166,6 +168,57 @@ func (s *server) deviceTimeline(w http.ResponseWriter, r *http.Request) error {
 				break
 			}
 			f.Cursor = *page.NextCursor
+		}
+	}
+
+	// DNS lookups, summed per hour (they come newest hour first, one item
+	// per hour and domain): the hour's lookups, blocked ones and its top
+	// domains.
+	if s.dns != nil {
+		type hourSum struct {
+			count, blocked uint64
+			top            []string
+		}
+		hours := map[time.Time]*hourSum{}
+		type hourDomain struct {
+			hour   time.Time
+			domain string
+		}
+		seen := map[hourDomain]bool{}
+		f := dns.Filter{Since: since.Truncate(time.Hour), Until: upTo.Add(time.Nanosecond), Limit: 1000}
+		for pages := 0; pages < 50; pages++ {
+			page, err := s.dns.DeviceLookups(r.Context(), id, f)
+			if err != nil && !errors.Is(err, projections.ErrNotFound) {
+				return fmt.Errorf("httpapi: timeline lookups of %s: %w", id, err)
+			}
+			fresh := 0
+			for _, it := range page.Items {
+				hd := hourDomain{it.Hour, it.Domain}
+				if seen[hd] {
+					continue // a page read twice
+				}
+				seen[hd] = true
+				fresh++
+				h := hours[it.Hour]
+				if h == nil {
+					h = &hourSum{}
+					hours[it.Hour] = h
+				}
+				h.count += it.Count
+				h.blocked += it.Blocked
+				if len(h.top) < 3 {
+					h.top = append(h.top, it.Domain)
+				}
+			}
+			if page.NextCursor == nil || fresh == 0 {
+				break
+			}
+			f.Cursor = *page.NextCursor
+		}
+		for hour, h := range hours {
+			add(TimelineItem{Time: hour.UTC(), Kind: timelineDNS, Source: "dns", Actor: "dns",
+				Summary: fmt.Sprintf("%d lookups (%d blocked): %s", h.count, h.blocked, strings.Join(h.top, ", ")),
+				Data:    map[string]any{"lookups": h.count, "blocked": h.blocked, "domains": h.top}, key: "d"})
 		}
 	}
 

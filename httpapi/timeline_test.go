@@ -31,3 +31,20 @@ func TestDeviceTimeline(t *testing.T) {
 	resp, body = e.do("GET", "/api/devices/dev-nas/timeline?since=2020-01-01T00:00:00Z", "", bearer(tokRead))
 	wantProblem(t, resp, body, 400, "invalid-query")
 }
+
+// With lookups recorded, each hour of them is one timeline item.
+func TestDeviceTimelineDNS(t *testing.T) {
+	e, _ := newDNSEnv(t)
+	resp, body := e.do("GET", "/api/devices/dev-nas/timeline", "", bearer(tokRead))
+	wantStatus(t, resp, body, 200)
+	page := decode[projections.Page[httpapi.TimelineItem]](t, body)
+	var dnsItems []httpapi.TimelineItem
+	for _, it := range page.Items {
+		if it.Kind == "dns.hour" {
+			dnsItems = append(dnsItems, it)
+		}
+	}
+	if len(dnsItems) != 1 || dnsItems[0].Summary != "5 lookups (3 blocked): ads.example.net, example.com" {
+		t.Fatalf("dns items %+v\n%s", dnsItems, body)
+	}
+}
