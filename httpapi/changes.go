@@ -98,7 +98,7 @@ func (s *server) listScans(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page, err := s.inv.ListScans(r.Context(), f)
+	page, err := s.scans.ListScans(r.Context(), f)
 	if err != nil {
 		return fmt.Errorf("httpapi: listing scans: %w", err)
 	}

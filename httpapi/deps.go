@@ -20,6 +20,12 @@ type Inventory interface {
 	Groups(ctx context.Context) ([]projections.Group, error)
 	Stats(ctx context.Context) (projections.Stats, error)
 	ListEvents(ctx context.Context, f projections.EventFilter) (projections.Page[projections.ChangeEntry], error)
+}
+
+// ScanLog answers GET /api/scans (projections/scanlog). It returns
+// projections.ErrBadCursor for a cursor it did not issue, is safe for
+// concurrent use and honours ctx.
+type ScanLog interface {
 	ListScans(ctx context.Context, f projections.ScanFilter) (projections.Page[projections.Scan], error)
 }
 
@@ -87,6 +93,8 @@ type DiskSpace interface {
 // everything and Now to time.Now.
 type Deps struct {
 	Inventory Inventory
+	// Scans is the scan log; nil: the Inventory's, if it has ListScans.
+	Scans     ScanLog
 	Commander Commander
 	Auth      Authenticator
 	Ready     Readiness
@@ -114,6 +122,14 @@ func (d *Deps) check() error {
 	switch {
 	case d.Inventory == nil:
 		return errMissingDep("Inventory")
+	case d.Scans == nil:
+		s, ok := d.Inventory.(ScanLog)
+		if !ok {
+			return errMissingDep("Scans")
+		}
+		d.Scans = s
+	}
+	switch {
 	case d.Commander == nil:
 		return errMissingDep("Commander")
 	case d.Auth == nil:

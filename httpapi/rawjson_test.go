@@ -149,7 +149,8 @@ func TestRawDeviceJSON(t *testing.T) {
 	}
 	handler := func(i httpapi.Inventory) http.Handler {
 		h, err := httpapi.New(httpapi.Config{}, httpapi.Deps{
-			Inventory: i, Commander: &fakeCommander{}, Auth: &fakeAuth{}, Ready: &fakeReady{ready: true},
+			Inventory: i, Scans: &fakeInventory{}, // the scan log is not asked here
+			Commander: &fakeCommander{}, Auth: &fakeAuth{}, Ready: &fakeReady{ready: true},
 			Log: zerolog.New(io.Discard),
 		})
 		if err != nil {
@@ -297,7 +298,8 @@ func benchRaw(b *testing.B, target string, typed bool) {
 	}
 	cfg := httpapi.Config{ClientRate: 1e9, ClientBurst: 1 << 30, TokenRate: 1e9, TokenBurst: 1 << 30}
 	h, err := httpapi.New(cfg, httpapi.Deps{
-		Inventory: inv, Commander: &fakeCommander{}, Auth: &fakeAuth{}, Ready: &fakeReady{ready: true},
+		Inventory: inv, Scans: &fakeInventory{}, // the scan log is not asked here
+		Commander: &fakeCommander{}, Auth: &fakeAuth{}, Ready: &fakeReady{ready: true},
 		Log: zerolog.New(io.Discard),
 	})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 type server struct {
 	cfg   Config
 	inv   Inventory
+	scans ScanLog
 	flows Traffic       // optional: nil answers 404 not-recorded
 	dns   DNS           // optional: nil answers 404 not-recorded
 	notes Notifications // optional: nil answers 404 under /api/notifications
@@ -99,7 +100,7 @@ func build(cfg Config, deps Deps) (*server, http.Handler, error) {
 		return nil, nil, err
 	}
 	s := &server{
-		cfg: cfg, inv: deps.Inventory, cmd: deps.Commander, auth: deps.Auth, ready: deps.Ready,
+		cfg: cfg, inv: deps.Inventory, scans: deps.Scans, cmd: deps.Commander, auth: deps.Auth, ready: deps.Ready,
 		now: deps.Now, log: deps.Log, ew: errorWriter{log: deps.Log}, spec: spec,
 		origins:   map[string]struct{}{},
 		clientLim: newLimiterSet[netip.Addr](cfg.ClientRate, cfg.ClientBurst),

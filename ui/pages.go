@@ -117,7 +117,7 @@ func (s *Server) scansPage(w http.ResponseWriter, r *http.Request) error {
 	if f.Limit, err = q.limit(50); err != nil {
 		return err
 	}
-	page, err := s.inv.ListScans(r.Context(), f)
+	page, err := s.scans.ListScans(r.Context(), f)
 	if err != nil {
 		return err
 	}

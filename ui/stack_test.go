@@ -21,6 +21,7 @@ import (
 	"github.com/jocasta/jocasta/projections/access"
 	"github.com/jocasta/jocasta/projections/inventory"
 	"github.com/jocasta/jocasta/projections/runner"
+	"github.com/jocasta/jocasta/projections/scanlog"
 	"github.com/jocasta/jocasta/store"
 	"github.com/jocasta/jocasta/ui"
 )
@@ -53,6 +54,7 @@ type stack struct {
 	st    *store.Store
 	run   *runner.Runner
 	inv   *inventory.Inventory
+	scans *scanlog.Log
 	acc   *access.Projection
 	cmd   *command.Commander
 	clock *clock
@@ -94,7 +96,8 @@ func newStack(t testing.TB, o stackOpts) *stack {
 		t.Fatal(err)
 	}
 	acc := access.New(clk.Now)
-	run, err := runner.New(st, []runner.Projection{inv, acc}, runner.Options{PollInterval: 50 * time.Millisecond})
+	scans := scanlog.New(nil)
+	run, err := runner.New(st, []runner.Projection{inv, scans, acc}, runner.Options{PollInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,11 +113,14 @@ func newStack(t testing.TB, o stackOpts) *stack {
 	if err := run.WaitFor(ctx, st.Head()); err != nil {
 		t.Fatal(err)
 	}
-	s := &stack{t: t, st: st, run: run, inv: inv, acc: acc, clock: clk}
+	s := &stack{t: t, st: st, run: run, inv: inv, scans: scans, acc: acc, clock: clk}
 	s.cmd = &command.Commander{Log: st, Sync: run.WaitFor, Devices: inv, Accounts: acc, Now: clk.Now}
-	deps := ui.Deps{Inventory: inv, Accounts: acc, Commander: s.cmd, Log: zerolog.Nop(), Now: clk.Now}
+	deps := ui.Deps{Inventory: inv, Scans: scans, Accounts: acc, Commander: s.cmd, Log: zerolog.Nop(), Now: clk.Now}
 	if o.wrapInv != nil {
 		deps.Inventory = o.wrapInv(inv)
+		if sl, ok := deps.Inventory.(ui.ScanLog); ok {
+			deps.Scans = sl // a wrapper that fails the scan log too
+		}
 	}
 	if o.wrapCmd != nil {
 		deps.Commander = o.wrapCmd(s.cmd)

@@ -25,6 +25,10 @@ type Inventory interface {
 	Groups(ctx context.Context) ([]projections.Group, error)
 	Stats(ctx context.Context) (projections.Stats, error)
 	ListEvents(ctx context.Context, f projections.EventFilter) (projections.Page[projections.ChangeEntry], error)
+}
+
+// ScanLog is what the Scans page reads (projections/scanlog).
+type ScanLog interface {
 	ListScans(ctx context.Context, f projections.ScanFilter) (projections.Page[projections.Scan], error)
 }
 
@@ -121,6 +125,8 @@ func (c *Config) setDefaults() {
 // and Commander are required; Setup is nil when no setup link was issued;
 // Log defaults to a logger that discards and Now to time.Now.
 type Deps struct {
+	// Scans is the scan log; nil: the Inventory's, if it has ListScans.
+	Scans     ScanLog
 	Inventory Inventory
 	Accounts  Accounts
 	Commander Commander
@@ -133,6 +139,7 @@ type Deps struct {
 type Server struct {
 	cfg   Config
 	inv   Inventory
+	scans ScanLog
 	acc   Accounts
 	cmd   Commander
 	setup *Setup
@@ -155,6 +162,14 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	switch {
 	case deps.Inventory == nil:
 		return nil, errors.New("ui: Deps.Inventory is required")
+	case deps.Scans == nil:
+		s, ok := deps.Inventory.(ScanLog)
+		if !ok {
+			return nil, errors.New("ui: Deps.Scans is required")
+		}
+		deps.Scans = s
+	}
+	switch {
 	case deps.Accounts == nil:
 		return nil, errors.New("ui: Deps.Accounts is required")
 	case deps.Commander == nil:
@@ -173,7 +188,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg: cfg, inv: deps.Inventory, acc: deps.Accounts, cmd: deps.Commander, setup: deps.Setup,
+		cfg: cfg, inv: deps.Inventory, scans: deps.Scans, acc: deps.Accounts, cmd: deps.Commander, setup: deps.Setup,
 		log: deps.Log, now: deps.Now, views: vs, assets: as,
 		idle:    newIdleTracker(),
 		ipLim:   newLimiters(cfg.SignInRate, cfg.SignInBurst),

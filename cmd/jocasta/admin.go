@@ -22,6 +22,7 @@ import (
 	"github.com/jocasta/jocasta/projections/inventory"
 	"github.com/jocasta/jocasta/projections/notify"
 	"github.com/jocasta/jocasta/projections/runner"
+	"github.com/jocasta/jocasta/projections/scanlog"
 	"github.com/jocasta/jocasta/projections/traffic"
 	"github.com/jocasta/jocasta/store"
 )
@@ -138,6 +139,7 @@ type core struct {
 	sync   func(ctx context.Context, seq uint64) error
 	access *access.Projection
 	inv    *inventory.Inventory
+	scans  *scanlog.Log
 
 	// traffic is the flows' read model (projections/traffic).
 	traffic *traffic.Projection

@@ -20,6 +20,7 @@ import (
 	"github.com/jocasta/jocasta/projections/notify"
 	"github.com/jocasta/jocasta/projections/oui"
 	"github.com/jocasta/jocasta/projections/runner"
+	"github.com/jocasta/jocasta/projections/scanlog"
 	"github.com/jocasta/jocasta/projections/traffic"
 	"github.com/jocasta/jocasta/store"
 	"github.com/rs/zerolog"
@@ -37,6 +38,7 @@ const serveLockTimeout = time.Second
 // projectionSet builds every projection from the configuration.
 type projectionSet struct {
 	inv     *inventory.Inventory
+	scans   *scanlog.Log // the scan log (projections/scanlog)
 	access  *access.Projection
 	traffic *traffic.Projection
 	dns     *dnsproj.Projection
@@ -61,11 +63,11 @@ func newProjections(cfg *config.Config, vendors *oui.Registry, now func() time.T
 	if err != nil {
 		return nil, err
 	}
-	return &projectionSet{inv: inv, access: access.New(now), traffic: tr, dns: dp, rules: notify.NewRules()}, nil
+	return &projectionSet{inv: inv, scans: scanlog.New(nil), access: access.New(now), traffic: tr, dns: dp, rules: notify.NewRules()}, nil
 }
 
 func (p *projectionSet) list() []runner.Projection {
-	return []runner.Projection{p.inv, p.access, p.traffic, p.dns, p.rules}
+	return []runner.Projection{p.inv, p.scans, p.access, p.traffic, p.dns, p.rules}
 }
 
 // loadVendors loads the MAC vendor registry, logging when the build has
@@ -107,7 +109,7 @@ func openCore(ctx context.Context, cfg *config.Config, log zerolog.Logger, mode 
 		st.Close()
 		return nil, fmt.Errorf("catch up projections: %w", err)
 	}
-	c := &core{st: st, run: run, access: set.access, inv: set.inv, traffic: set.traffic, dns: set.dns, rules: set.rules, now: now,
+	c := &core{st: st, run: run, access: set.access, inv: set.inv, scans: set.scans, traffic: set.traffic, dns: set.dns, rules: set.rules, now: now,
 		sync: func(ctx context.Context, _ uint64) error { return run.CatchUp(ctx) }}
 	c.projs = func() []runner.Projection {
 		fresh, _ := newProjections(cfg, loadVendors(zerolog.Nop()), now)
@@ -199,7 +201,7 @@ func (c *core) api(cfg *config.Config, log zerolog.Logger) (http.Handler, error)
 		MCP:            c.mcp,
 		Metrics:        c.metricsHandler(),
 		ObserveRequest: c.observeRequest(),
-	}, httpapi.Deps{Notifications: c.notes, Inventory: c.inv, Traffic: trafficDeps(cfg, c.traffic), DNS: dnsAPI(cfg, c.dns), Commander: c.commander(), Auth: c.access, Ready: c.readiness(),
+	}, httpapi.Deps{Notifications: c.notes, Inventory: c.inv, Scans: c.scans, Traffic: trafficDeps(cfg, c.traffic), DNS: dnsAPI(cfg, c.dns), Commander: c.commander(), Auth: c.access, Ready: c.readiness(),
 		Space: newDiskSpace(filepath.Dir(cfg.DBFile())), Log: log, Now: c.now})
 }
 

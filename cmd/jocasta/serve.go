@@ -130,7 +130,7 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 		st.Close()
 		return err
 	}
-	c := &core{st: st, run: run, access: set.access, inv: set.inv, traffic: set.traffic, dns: set.dns, rules: set.rules, now: now, sync: run.WaitFor}
+	c := &core{st: st, run: run, access: set.access, inv: set.inv, scans: set.scans, traffic: set.traffic, dns: set.dns, rules: set.rules, now: now, sync: run.WaitFor}
 	c.health = &health{caughtUp: run, st: st}
 	c.metrics = newServiceMetrics(c)
 	rlog := log.With().Str("component", "replay").Logger()
@@ -214,6 +214,7 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 	purger.Keepers = []retention.Keeper{
 		{Name: "traffic_rows", Cutoff: func(rp *events.RetentionPurged) *time.Time { return rp.TrafficBefore }, RowsBefore: set.traffic.RowsBefore},
 		{Name: "dns_rows", Cutoff: func(rp *events.RetentionPurged) *time.Time { return rp.DNSBefore }, RowsBefore: set.dns.RowsBefore},
+		{Name: "scans", Cutoff: func(rp *events.RetentionPurged) *time.Time { return rp.HistoryBefore }, RowsBefore: set.scans.RowsBefore},
 	}
 	if hooks != nil && hooks.purgeDelay > 0 {
 		purger.FirstDelay = hooks.purgeDelay
@@ -333,7 +334,7 @@ func (c *core) webUI(cfg *config.Config, log zerolog.Logger) (http.Handler, stri
 		CookieSecure:    cfg.Server.Auth.CookieSecure,
 		Location:        loc,
 		Settings:        string(settings),
-	}, ui.Deps{Inventory: c.inv, Accounts: c.access, Commander: c.commanderFor("ui"), Setup: setup,
+	}, ui.Deps{Inventory: c.inv, Scans: c.scans, Accounts: c.access, Commander: c.commanderFor("ui"), Setup: setup,
 		Log: log.With().Str("component", "ui").Logger(), Now: c.now})
 	if err != nil {
 		return nil, "", err

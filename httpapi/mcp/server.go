@@ -21,6 +21,8 @@ import (
 // Deps are what the tools read and write through.
 type Deps struct {
 	Inventory httpapi.Inventory
+	// Scans is the scan log; nil: the Inventory's, if it has ListScans.
+	Scans     httpapi.ScanLog
 	Commander httpapi.Commander
 	// Traffic and DNS, when set, offer device_traffic and device_dns.
 	Traffic Traffic
@@ -35,6 +37,13 @@ type Deps struct {
 func Handler(d Deps) (http.Handler, error) {
 	if d.Inventory == nil || d.Commander == nil {
 		return nil, errors.New("mcp: Inventory and Commander are required")
+	}
+	if d.Scans == nil {
+		s, ok := d.Inventory.(httpapi.ScanLog)
+		if !ok {
+			return nil, errors.New("mcp: Scans is required")
+		}
+		d.Scans = s
 	}
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
@@ -293,7 +302,7 @@ func (t *tools) scans(ctx context.Context, _ *sdk.CallToolRequest, in ScansIn) (
 	if f.Until, err = parseTime("until", in.Until); err != nil {
 		return nil, ScansOut{}, err
 	}
-	page, err := t.d.Inventory.ListScans(ctx, f)
+	page, err := t.d.Scans.ListScans(ctx, f)
 	if err != nil {
 		return nil, ScansOut{}, err
 	}

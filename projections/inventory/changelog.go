@@ -158,24 +158,6 @@ func (em *emitter) put(bucket string, k, v []byte) error {
 	return nil
 }
 
-// scanKeyLen is the length of a scan-log key: finish time (12) + seq (8).
-const scanKeyLen = timeKeyLen + 8
-
-// scanRow encodes one entry of the scan log, keyed by finish time and the
-// event's seq (so the log reads newest first, and retention removes a
-// prefix). The row is the start time and source (for filters) and the
-// scan's JSON.
-func scanRow(seq uint64, s projections.Scan) (key, row []byte) {
-	// The key, then rowWithHeader(s.Started, s.Source, json), in one
-	// allocation.
-	buf := make([]byte, scanKeyLen, scanKeyLen+rowHeaderLen(s.Source)+320)
-	k := buf[:scanKeyLen:scanKeyLen]
-	putTime(k, s.Finished)
-	binary.BigEndian.PutUint64(k[timeKeyLen:], seq)
-	row = appendRowHeader(buf[scanKeyLen:], s.Started, s.Source)
-	return k, appendScanJSON(row, &s)
-}
-
 // deleteChange removes one entry and its index keys. The entry row gives
 // the time and device needed to find the index keys.
 func deleteChange(tx *bolt.Tx, ck []byte, id string) error {

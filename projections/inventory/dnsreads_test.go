@@ -19,7 +19,7 @@ func TestDNSReadScanRow(t *testing.T) {
 			{Hour: t0.Unix(), Client: "10.0.0.6", Lookups: []events.DNSLookup{{Domain: "a.example", Count: 5}}},
 		}}
 	h.applyEv(h.envelope(events.KindDNSRead, p, p.Finished, "dnsfilter1:pi", "dnsfilter1:pi", ""))
-	sc, err := h.inv.ListScans(t.Context(), projections.ScanFilter{Limit: 10})
+	sc, err := h.scans.ListScans(t.Context(), projections.ScanFilter{Limit: 10})
 	if err != nil || len(sc.Items) != 1 {
 		t.Fatalf("%v %v", sc, err)
 	}

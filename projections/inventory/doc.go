@@ -1,6 +1,8 @@
-// Package inventory is the inventory read model: devices, the change log
-// (/api/events) and the scan log (/api/scans), built by one projection so
-// that one Apply keeps the three consistent. The presence clock
+// Package inventory is the inventory read model: devices and the change
+// log (/api/events), built by one projection so that one Apply keeps the
+// two consistent. The scan log (/api/scans) is its own projection,
+// projections/scanlog, fed the same events; the inventory keeps each
+// source's health from them itself. The presence clock
 // (projections/presence) and the retention job (projections/retention)
 // are jobs beside it that append the events time passing calls for,
 // reading only NextPresenceDeadline and PurgePlan. The change feed
@@ -12,7 +14,7 @@
 // reads sweep.completed, portscan.completed, device.edited,
 // device.watch_set, clock.ticked and retention.purged, and skips every
 // other kind. It keeps devices in memory (queries take a read lock) and
-// writes their rows, the change log and the scan log to its buckets in
+// writes their rows and the change log to its buckets in
 // the runner's transaction; Load rebuilds memory from the rows, and a
 // test reloads after every scenario to prove nothing lives only in
 // memory. Apply never reads the clock: times come from events.
@@ -81,9 +83,7 @@
 // port it probed (in its port list or advertised over DNS-SD) and found
 // closed (device.port_closed); an incomplete one closes nothing. A port's
 // service is the DNS-SD service the device advertises on it, else the
-// IANA name of a well-known port, else "". Every sweep and port scan is a
-// scan-log entry; HostsFound counts responders (sweeps) or addresses with
-// an open port (port scans).
+// IANA name of a well-known port, else "".
 //
 // # Change log
 //
@@ -107,8 +107,8 @@
 // to be removed, appends a retention.purged event (source "retention")
 // with the counts and the devices to delete: last seen before the devices
 // cutoff and not protected (label, group, type, notes, ignored or
-// watched). Applying it removes change-log entries and scans older than
-// the history cutoff, and each listed device that is still unprotected
+// watched). Applying it removes change-log entries older than the
+// history cutoff (the scan log removes its own entries), and each listed device that is still unprotected
 // and still last seen before the cutoff, with its own change-log entries,
 // leaving one device.deleted entry. Then the purger waits for the runner
 // to apply it and asks the runner to compact the log behind the newest
@@ -123,9 +123,8 @@
 // ignored, and sorts by name, ip (current address), first_seen or
 // last_seen, ties by id; a leading "-" reverses the whole order. Sorted
 // orders are built on first use after a change and shared by readers.
-// ListEvents and ListScans read the committed rows newest first (events
-// by seq, scans by finish time); since/until bound an entry's time (a
-// scan's start). Lists default to 100 items, at most 1000; cursors are
+// ListEvents reads the committed rows newest first (by seq); since/until
+// bound an entry's time. Lists default to 100 items, at most 1000; cursors are
 // opaque URL-safe strings and a cursor this package did not issue (or of
 // another sort) is projections.ErrBadCursor.
 //
@@ -142,7 +141,6 @@
 //
 // Buckets (all "inventory.*"): devices (id → JSON row), changes (seq +
 // index → time, kind, JSON entry), changes_by_device, changes_by_time
-// (indexes for device queries and retention), scans (finish time + seq →
-// start time, source, JSON) and meta (the start of the newest complete
+// (indexes for device queries and retention) and meta (the start of the newest complete
 // sweep per network, the presence evidence).
 package inventory

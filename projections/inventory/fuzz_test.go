@@ -8,7 +8,6 @@ import (
 	"net"
 	"strings"
 	"testing"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -83,7 +82,7 @@ func FuzzCursor(f *testing.F) {
 		if _, err := h.inv.ListEvents(ctx, projections.EventFilter{Cursor: cursor, Limit: 4}); err != nil && !errors.Is(err, projections.ErrBadCursor) {
 			t.Fatalf("events: %v", err)
 		}
-		if _, err := h.inv.ListScans(ctx, projections.ScanFilter{Cursor: cursor, Limit: 4}); err != nil && !errors.Is(err, projections.ErrBadCursor) {
+		if _, err := h.scans.ListScans(ctx, projections.ScanFilter{Cursor: cursor, Limit: 4}); err != nil && !errors.Is(err, projections.ErrBadCursor) {
 			t.Fatalf("scans: %v", err)
 		}
 	})
@@ -130,28 +129,6 @@ func FuzzApply(f *testing.F) {
 			}
 		}
 		h.checkReload()
-	})
-}
-
-// FuzzScanJSON keeps appendScanJSON equal to json.Marshal.
-func FuzzScanJSON(f *testing.F) {
-	f.Add("s1", "sweep:lab", "devices", int64(1700000000), int64(5), "10.0.0.0/24", "err <\u2028> \"x\"\n\x01\xff", true)
-	f.Add("", "", "ports", int64(-62135596800), int64(0), "", "", false)
-	f.Fuzz(func(t *testing.T, id, src, kind string, sec, nsec int64, network, errText string, complete bool) {
-		started := time.Unix(sec, nsec).UTC()
-		s := projections.Scan{ID: id, Source: src, Kind: kind, Started: started, Finished: started.Add(time.Duration(nsec)),
-			DurationMS: nsec, Networks: []string{network}, ProbesSent: int(sec), HostsFound: int(nsec), Complete: complete,
-			Errors: []string{errText, id}}
-		if complete {
-			s.Errors = nil
-		}
-		want, err := json.Marshal(s)
-		if err != nil {
-			return // times json refuses; the store never holds them
-		}
-		if got := appendScanJSON(nil, &s); string(got) != string(want) {
-			t.Fatalf("appendScanJSON:\n got %s\nwant %s", got, want)
-		}
 	})
 }
 

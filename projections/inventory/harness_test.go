@@ -15,6 +15,7 @@ import (
 
 	"github.com/jocasta/jocasta/events"
 	"github.com/jocasta/jocasta/projections"
+	"github.com/jocasta/jocasta/projections/scanlog"
 )
 
 // t0 is the start of every scenario.
@@ -41,6 +42,9 @@ type harness struct {
 	inv  *Inventory
 	opts Options
 	seq  uint64
+	// scans is the scan log, fed the same events: the inventory's tests
+	// check what each run shows there too.
+	scans *scanlog.Log
 }
 
 func newHarness(t testing.TB, opts Options) *harness {
@@ -53,8 +57,19 @@ func newHarness(t testing.TB, opts Options) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	h := &harness{t: t, db: db, opts: opts}
+	h := &harness{t: t, db: db, opts: opts, scans: scanlog.New(nil)}
 	h.inv = h.load()
+	err = h.db.Update(func(tx *bolt.Tx) error {
+		for _, b := range h.scans.Buckets() {
+			if _, err := tx.CreateBucketIfNotExists([]byte(b)); err != nil {
+				return err
+			}
+		}
+		return h.scans.Load(tx)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return h
 }
 
@@ -94,6 +109,9 @@ func (h *harness) applyEv(ev events.Envelope) {
 	h.t.Helper()
 	err := h.db.Update(func(tx *bolt.Tx) error {
 		if err := h.inv.Apply(tx, ev); err != nil {
+			return err
+		}
+		if err := h.scans.Apply(tx, ev); err != nil {
 			return err
 		}
 		return h.inv.Flush(tx)
@@ -247,8 +265,6 @@ func snapshotAll(t testing.TB, inv *Inventory) string {
 	}
 	ev, err := inv.ListEvents(ctx, projections.EventFilter{Limit: MaxLimit})
 	add("events", ev, err)
-	sc, err := inv.ListScans(ctx, projections.ScanFilter{Limit: MaxLimit})
-	add("scans", sc, err)
 	st, err := inv.Stats(ctx)
 	add("stats", st, err)
 	gr, err := inv.Groups(ctx)

@@ -42,14 +42,17 @@ const (
 	bucketChanges         = "inventory.changes"
 	bucketChangesByDevice = "inventory.changes_by_device"
 	bucketChangesByTime   = "inventory.changes_by_time"
-	bucketScans           = "inventory.scans"
 	bucketMeta            = "inventory.meta"
 )
 
 var allBuckets = []string{
 	bucketDevices, bucketChanges, bucketChangesByDevice, bucketChangesByTime,
-	bucketScans, bucketMeta, bucketReads, bucketSweepBase,
+	bucketMeta, bucketReads, bucketSweepBase,
 }
+
+// retiredBuckets are buckets older builds wrote: inventory.scans held
+// the scan log until projections/scanlog took it over.
+var retiredBuckets = []string{"inventory.scans"}
 
 // metaPresence is the key in bucketMeta of the presence evidence.
 var metaPresence = []byte("presence")
@@ -184,6 +187,12 @@ func (i *Inventory) Version() int { return Version }
 // Buckets lists the projection's buckets.
 func (i *Inventory) Buckets() []string { return slices.Clone(allBuckets) }
 
+// RetiredBuckets implements runner.Retirer: the scan log moved out in a
+// change that left this projection's rows and rules (its Version) as
+// they were, so a database upgraded across it keeps its inventory and
+// loses only the old bucket.
+func (i *Inventory) RetiredBuckets() []string { return slices.Clone(retiredBuckets) }
+
 // Load rebuilds the in-memory state from the projection's buckets. The
 // runner calls it at start, after a rebuild or restore, and after a
 // failed commit (so memory never stays ahead of what is stored).
@@ -279,7 +288,7 @@ func (i *Inventory) Flush(tx *bolt.Tx) error {
 	// The logs are keyed by time and seq, so rows are appended at the
 	// end: pack their pages nearly full when the commit writes them
 	// (the default splits every page half full).
-	for _, name := range [...]string{bucketScans, bucketChanges, bucketChangesByTime} {
+	for _, name := range [...]string{bucketChanges, bucketChangesByTime} {
 		if lb := tx.Bucket([]byte(name)); lb != nil {
 			lb.FillPercent = appendFillPercent
 		}
@@ -370,8 +379,6 @@ func (i *Inventory) Prepare(ev events.Envelope) (any, error) {
 		p = &events.ScanFailed{}
 	case events.KindPluginRead:
 		p = &events.PluginRead{}
-	case events.KindTrafficRecorded:
-		p = &trafficHeader{}
 	case events.KindDNSRead:
 		p = &dnsReadHead{}
 	default:
@@ -428,17 +435,11 @@ func (i *Inventory) ApplyPrepared(tx *bolt.Tx, ev events.Envelope, prepared any)
 	case *events.RetentionPurged:
 		err = i.applyPurge(em, p)
 	case *events.ScanFailed:
-		k, v := failedScanRow(ev, p)
-		if err = em.put(bucketScans, k, v); err == nil {
-			i.sourceFailing(ev.Source, p.Kind, p.Finished.UTC(), p.Reason)
-		}
+		i.sourceFailing(ev.Source, p.Kind, p.Finished.UTC(), p.Reason)
 	case *readPrep:
 		err = i.applyRead(em, p)
 	case *dnsReadPrep:
 		err = i.applyDNSRead(em, p)
-	case *trafficHeader:
-		k, v := flowScanRow(ev, p)
-		err = em.put(bucketScans, k, v)
 	default:
 		err = fmt.Errorf("prepared payload of type %T", prepared)
 	}

@@ -3,7 +3,6 @@ package inventory
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -15,7 +14,7 @@ import (
 	"github.com/jocasta/jocasta/projections"
 )
 
-// logCursor is the decoded form of a change-log or scan-log cursor: the
+// logCursor is the decoded form of a change-log cursor: the
 // key of the last entry returned.
 type logCursor struct {
 	K []byte `json:"k"`
@@ -147,78 +146,6 @@ func (i *Inventory) ListEvents(ctx context.Context, f projections.EventFilter) (
 	})
 	if err != nil {
 		return projections.Page[projections.ChangeEntry]{Items: []projections.ChangeEntry{}}, fmt.Errorf("inventory: list events: %w", err)
-	}
-	if more {
-		c := encodeCursor(logCursor{K: lastKey})
-		page.NextCursor = &c
-	}
-	return page, nil
-}
-
-// ListScans returns one page of the scan log, newest first (by finish
-// time, then seq), of one source or all, started within since/until.
-func (i *Inventory) ListScans(ctx context.Context, f projections.ScanFilter) (projections.Page[projections.Scan], error) {
-	page := projections.Page[projections.Scan]{Items: []projections.Scan{}}
-	limit := clampLimit(f.Limit)
-	var after []byte
-	if f.Cursor != "" {
-		var c logCursor
-		if err := decodeCursor(f.Cursor, &c); err != nil || len(c.K) != scanKeyLen {
-			return page, fmt.Errorf("inventory: list scans: %w", projections.ErrBadCursor)
-		}
-		after = c.K
-	}
-	db, err := i.loadedDB()
-	if err != nil {
-		return page, fmt.Errorf("inventory: list scans: %w", err)
-	}
-	var lastKey []byte
-	more := false
-	err = db.View(func(tx *bolt.Tx) error {
-		sb := tx.Bucket([]byte(bucketScans))
-		if sb == nil {
-			return nil
-		}
-		c := sb.Cursor()
-		var k, v []byte
-		if after == nil {
-			k, v = c.Last()
-		} else if k, _ = c.Seek(after); k == nil {
-			k, v = c.Last()
-		} else {
-			k, v = c.Prev()
-		}
-		for n := 0; k != nil; k, v = c.Prev() {
-			if n++; n%1024 == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			t, src, js, ok := splitRow(v)
-			if !ok {
-				continue
-			}
-			if f.Source != "" && src != f.Source {
-				continue
-			}
-			if !inWindow(t, f.Since, f.Until) {
-				continue
-			}
-			if len(page.Items) == limit {
-				more = true
-				return nil
-			}
-			var s projections.Scan
-			if err := json.Unmarshal(js, &s); err != nil {
-				return fmt.Errorf("scan %d: %w", binary.BigEndian.Uint64(k[timeKeyLen:]), err)
-			}
-			page.Items = append(page.Items, s)
-			lastKey = bytes.Clone(k)
-		}
-		return nil
-	})
-	if err != nil {
-		return projections.Page[projections.Scan]{Items: []projections.Scan{}}, fmt.Errorf("inventory: list scans: %w", err)
 	}
 	if more {
 		c := encodeCursor(logCursor{K: lastKey})

@@ -107,39 +107,18 @@ type portTouch struct {
 
 // portPrep is a portscan.completed decoded ahead of Apply.
 type portPrep struct {
-	p       *events.PortScanCompleted
-	fin     time.Time
-	probed  []portRange
-	scanKey []byte
-	scanRow []byte
+	p      *events.PortScanCompleted
+	fin    time.Time
+	probed []portRange
 }
 
-// preparePortScan encodes a port scan's scan-log row and parses its port
-// list (an unparsable list closes no port but advertised ones).
+// preparePortScan parses a port scan's port list (an unparsable list
+// closes no port but advertised ones).
 func preparePortScan(ev events.Envelope, p *events.PortScanCompleted) *portPrep {
 	pp := &portPrep{p: p, fin: p.Finished.UTC()}
 	if p.Finished.IsZero() {
 		pp.fin = ev.Time.UTC()
 	}
-	start := p.Started.UTC()
-	if p.Started.IsZero() {
-		start = pp.fin
-	}
-	found := 0
-	for _, r := range p.Results {
-		if len(r.Open) > 0 {
-			found++
-		}
-	}
-	scanID := p.ScanID
-	if scanID == "" {
-		scanID = ev.ID
-	}
-	pp.scanKey, pp.scanRow = scanRow(ev.Seq, projections.Scan{
-		ID: scanID, Source: ev.Source, Kind: "ports", Started: start, Finished: pp.fin,
-		DurationMS: pp.fin.Sub(start).Milliseconds(), Networks: []string{}, ProbesSent: p.ProbesSent,
-		HostsFound: found, Complete: p.Complete, Errors: nonNil(p.Errors),
-	})
 	if rs, err := parsePorts(p.Ports); err == nil {
 		pp.probed = rs
 	}
@@ -155,9 +134,6 @@ func preparePortScan(ev events.Envelope, p *events.PortScanCompleted) *portPrep 
 func (i *Inventory) applyPortScan(em *emitter, pp *portPrep) error {
 	ev := em.ev
 	p, fin := pp.p, pp.fin
-	if err := em.put(bucketScans, pp.scanKey, pp.scanRow); err != nil {
-		return err
-	}
 	probed := pp.probed
 
 	var touched []*portTouch
@@ -252,26 +228,4 @@ func portLabel(port uint16, advertised []projections.Service) string {
 		s += " (" + n + ")"
 	}
 	return s
-}
-
-// failedScanRow is the scan-log entry of a scan.failed: an incomplete
-// scan that found nothing, its reason the one error. The kind is the
-// scan log's "devices" for the sweep, "ports" for the port scan, else the
-// source kind.
-func failedScanRow(ev events.Envelope, p *events.ScanFailed) (key, row []byte) {
-	kind := p.Kind
-	switch kind {
-	case "sweep":
-		kind = "devices"
-	case "portscan":
-		kind = "ports"
-	}
-	id := p.ScanID
-	if id == "" {
-		id = ev.ID
-	}
-	return scanRow(ev.Seq, projections.Scan{
-		ID: id, Source: ev.Source, Kind: kind, Started: p.Started.UTC(), Finished: p.Finished.UTC(),
-		DurationMS: p.Finished.Sub(p.Started).Milliseconds(), Networks: []string{}, Errors: []string{p.Reason},
-	})
 }

@@ -240,7 +240,7 @@ func TestListDevicesErrors(t *testing.T) {
 	if _, err := h.inv.ListEvents(ctx, projections.EventFilter{Cursor: "AAAA"}); !errors.Is(err, projections.ErrBadCursor) {
 		t.Errorf("ListEvents(bad cursor) = %v", err)
 	}
-	if _, err := h.inv.ListScans(ctx, projections.ScanFilter{Cursor: encodeCursor(logCursor{K: []byte{1}})}); !errors.Is(err, projections.ErrBadCursor) {
+	if _, err := h.scans.ListScans(ctx, projections.ScanFilter{Cursor: encodeCursor(logCursor{K: []byte{1}})}); !errors.Is(err, projections.ErrBadCursor) {
 		t.Errorf("ListScans(bad cursor) = %v", err)
 	}
 	fresh, _ := New(Options{})
@@ -349,24 +349,24 @@ func TestListScans(t *testing.T) {
 	}
 	h.ports(events.PortScanCompleted{ScanID: "p", Started: t0.Add(time.Hour), Finished: t0.Add(time.Hour + time.Minute), Ports: "22"})
 	ctx := context.Background()
-	p, err := h.inv.ListScans(ctx, projections.ScanFilter{Limit: 2})
+	p, err := h.scans.ListScans(ctx, projections.ScanFilter{Limit: 2})
 	if err != nil || len(p.Items) != 2 || p.Items[0].ID != "p" || p.NextCursor == nil {
 		t.Fatalf("page 1 = %s, %v", js(p), err)
 	}
-	p2, err := h.inv.ListScans(ctx, projections.ScanFilter{Limit: 10, Cursor: *p.NextCursor})
+	p2, err := h.scans.ListScans(ctx, projections.ScanFilter{Limit: 10, Cursor: *p.NextCursor})
 	if err != nil || len(p2.Items) != 4 || p2.NextCursor != nil {
 		t.Fatalf("page 2 = %s, %v", js(p2), err)
 	}
 	since := t0.Add(9 * time.Minute)
 	until := t0.Add(16 * time.Minute)
-	p3, err := h.inv.ListScans(ctx, projections.ScanFilter{Source: "sweep:lab", Since: &since, Until: &until})
+	p3, err := h.scans.ListScans(ctx, projections.ScanFilter{Source: "sweep:lab", Since: &since, Until: &until})
 	if err != nil || len(p3.Items) != 2 {
 		t.Fatalf("window = %s, %v", js(p3), err)
 	}
 	if s := p3.Items[0]; s.Source != "sweep:lab" || s.Started.Before(since) || s.Started.After(until) {
 		t.Errorf("scan = %s", js(s))
 	}
-	p4, _ := h.inv.ListScans(ctx, projections.ScanFilter{Source: "nobody"})
+	p4, _ := h.scans.ListScans(ctx, projections.ScanFilter{Source: "nobody"})
 	if len(p4.Items) != 0 {
 		t.Errorf("source filter: %s", js(p4))
 	}

@@ -36,16 +36,14 @@ type hostSet struct {
 
 // readPrep is a plugin.read decoded and normalised ahead of Apply.
 type readPrep struct {
-	p       *events.PluginRead
-	fin     time.Time
-	start   time.Time
-	set     []events.ReadHost // MACs normalised, bad ones dropped
-	gone    []string
-	scanKey []byte
-	scanRow []byte
+	p     *events.PluginRead
+	fin   time.Time
+	start time.Time
+	set   []events.ReadHost // MACs normalised, bad ones dropped
+	gone  []string
 }
 
-// prepareRead normalises a plugin read and encodes its scan-log row.
+// prepareRead normalises a plugin read.
 func prepareRead(ev events.Envelope, p *events.PluginRead) *readPrep {
 	rp := &readPrep{p: p, fin: p.Finished.UTC(), start: p.Started.UTC()}
 	if p.Finished.IsZero() {
@@ -74,15 +72,6 @@ func prepareRead(ev events.Envelope, p *events.PluginRead) *readPrep {
 			rp.gone = append(rp.gone, mac)
 		}
 	}
-	id := p.ScanID
-	if id == "" {
-		id = ev.ID
-	}
-	rp.scanKey, rp.scanRow = scanRow(ev.Seq, projections.Scan{
-		ID: id, Source: ev.Source, Kind: p.Kind, Started: rp.start, Finished: rp.fin,
-		DurationMS: rp.fin.Sub(rp.start).Milliseconds(), Networks: []string{}, HostsFound: p.Hosts, Rows: p.Rows,
-		Complete: p.Complete, Errors: nonNil(p.Errors),
-	})
 	return rp
 }
 
@@ -108,9 +97,6 @@ func (i *Inventory) markReadDirty(source, mac string) {
 func (i *Inventory) applyRead(em *emitter, rp *readPrep) error {
 	ev, p := em.ev, rp.p
 	src, fin := ev.Source, rp.fin
-	if err := em.put(bucketScans, rp.scanKey, rp.scanRow); err != nil {
-		return err
-	}
 	hs := i.reads[src]
 	if hs == nil {
 		hs = &hostSet{hosts: make(map[string]events.ReadHost)}

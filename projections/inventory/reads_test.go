@@ -271,7 +271,7 @@ func TestReadScanRow(t *testing.T) {
 	p.Complete = false
 	p.Errors = []string{"ip/arp: HTTP 500 Internal Server Error"}
 	h.read(p)
-	sc, err := h.inv.ListScans(t.Context(), projections.ScanFilter{Limit: 10})
+	sc, err := h.scans.ListScans(t.Context(), projections.ScanFilter{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/jocasta/jocasta/projections"
 )
 
-// applyPurge folds a retention.purged: change-log entries and scans older
-// than history_before go; each device named in deleted_devices goes with
+// applyPurge folds a retention.purged: change-log entries older than
+// history_before go (the scan log purges its own entries); each device named in deleted_devices goes with
 // its own change-log entries, leaving one device.deleted entry, provided
 // it is still unprotected and last seen before devices_before when the
 // event is applied (a device seen or edited after the purge was decided
@@ -34,16 +34,6 @@ func (i *Inventory) applyPurge(em *emitter, p *events.RetentionPurged) error {
 			}
 			if err := tb.Delete(kv.k); err != nil { // in case the row was already gone
 				return fmt.Errorf("purge change: %w", err)
-			}
-		}
-		oldScans, err := keysBefore(tx, bucketScans, cut)
-		if err != nil {
-			return err
-		}
-		sb := tx.Bucket([]byte(bucketScans))
-		for _, kv := range oldScans {
-			if err := sb.Delete(kv.k); err != nil {
-				return fmt.Errorf("purge scan: %w", err)
 			}
 		}
 	}
@@ -135,16 +125,16 @@ type Cutoffs struct {
 }
 
 // PurgePlan works out what a purge with these cutoffs would remove now:
-// counts by record type ("changes", "scans", "devices") and the ids of
-// the devices to delete (last seen before the devices cutoff and not
-// protected), sorted. It reads the committed change and scan logs.
+// counts by record type ("changes", "devices") and the ids of the
+// devices to delete (last seen before the devices cutoff and not
+// protected), sorted. It reads the committed change log.
 func (i *Inventory) PurgePlan(ctx context.Context, c Cutoffs) (map[string]int, []string, error) {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
 	if i.db == nil {
 		return nil, nil, fmt.Errorf("inventory: purge plan: %w", ErrNotLoaded)
 	}
-	counts := map[string]int{"changes": 0, "scans": 0, "devices": 0}
+	counts := map[string]int{"changes": 0, "devices": 0}
 	var deleted []string
 	if c.Devices != nil {
 		for _, id := range i.sortedIDs() {
@@ -157,17 +147,11 @@ func (i *Inventory) PurgePlan(ctx context.Context, c Cutoffs) (map[string]int, [
 	counts["devices"] = len(deleted)
 	err := i.db.View(func(tx *bolt.Tx) error {
 		if c.History != nil {
-			for _, bc := range []struct {
-				bucket, count string
-			}{{bucketChangesByTime, "changes"}, {bucketScans, "scans"}} {
-				b := tx.Bucket([]byte(bc.bucket))
-				if b == nil {
-					continue
-				}
+			if b := tx.Bucket([]byte(bucketChangesByTime)); b != nil {
 				limit := timeKey(*c.History)
 				cur := b.Cursor()
 				for k, _ := cur.First(); k != nil && bytes.Compare(k[:min(len(k), timeKeyLen)], limit) < 0; k, _ = cur.Next() {
-					counts[bc.count]++
+					counts["changes"]++
 				}
 			}
 		}

@@ -114,8 +114,6 @@ type sweepPrep struct {
 	errors     []string
 	payload    *events.SweepCompleted
 	hosts      []hostPrep
-	scanKey    []byte
-	scanRow    []byte
 }
 
 // hostPrep is one responder with its address parsed and MAC and network
@@ -163,15 +161,6 @@ func prepareSweep(ev events.Envelope, p *events.SweepCompleted) *sweepPrep {
 		ip = ip.Unmap()
 		sp.hosts = append(sp.hosts, hostPrep{h: h, ip: ip, ipStr: addrString(ip, h.IP), mac: normalizeMAC(h.MAC), network: norm(h.Network)})
 	}
-	scanID := p.ScanID
-	if scanID == "" {
-		scanID = ev.ID
-	}
-	sp.scanKey, sp.scanRow = scanRow(ev.Seq, projections.Scan{
-		ID: scanID, Source: ev.Source, Kind: "devices", Started: sp.start, Finished: sp.fin,
-		DurationMS: sp.fin.Sub(sp.start).Milliseconds(), Networks: sp.nets, ProbesSent: p.ProbesSent,
-		HostsFound: len(p.Hosts), Complete: p.Complete, Errors: nonNil(p.Errors),
-	})
 	return sp
 }
 
@@ -179,10 +168,6 @@ func prepareSweep(ev events.Envelope, p *events.SweepCompleted) *sweepPrep {
 func (i *Inventory) applySweep(em *emitter, sp *sweepPrep) error {
 	ev := em.ev
 	fin, start, nets := sp.fin, sp.start, sp.nets
-	if err := em.put(bucketScans, sp.scanKey, sp.scanRow); err != nil {
-		return err
-	}
-
 	touched := make([]*sweepTouch, 0, len(sp.hosts))
 	var byDev map[*device]*sweepTouch // for big sweeps; small ones search touched
 	if len(sp.hosts) > 16 {

@@ -115,7 +115,7 @@ func TestSweepDifferenceWithoutItsBase(t *testing.T) {
 		Base: 99, Same: []int64{0, 500, 1, 600}, Hosts: []events.SweepHost{host("10.0.0.50", "00:11:22:00:00:50")}}
 	h.applyEv(h.envelope(events.KindSweepCompleted, p, p.Finished, "sweep:lab", "sweep:lab", ""))
 	h.devices(1)
-	sc, err := h.inv.ListScans(t.Context(), scanFilterAll())
+	sc, err := h.scans.ListScans(t.Context(), scanFilterAll())
 	if err != nil {
 		t.Fatal(err)
 	}

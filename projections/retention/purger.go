@@ -16,6 +16,15 @@ type Appender interface {
 	Append(ctx context.Context, evs ...events.Envelope) ([]events.Envelope, error)
 }
 
+// header is implemented by an Appender that knows its log's head
+// (store.Store does): a purge then plans only once the read models have
+// applied the log as it was when the purge began. Without the wait, a
+// purge right after a start plans on read models still catching up, finds
+// nothing to remove, and leaves the records for another interval.
+type header interface {
+	Head() uint64
+}
+
 // Planner works out what a purge removes (inventory.Inventory).
 type Planner interface {
 	PurgePlan(ctx context.Context, c inventory.Cutoffs) (map[string]int, []string, error)
@@ -153,6 +162,11 @@ func cutoff(now time.Time, d time.Duration) *time.Time {
 // projections applied it, then compacts the log behind the newest
 // snapshot older than the history cutoff.
 func (p *Purger) PurgeOnce(ctx context.Context) (PurgeResult, error) {
+	if h, ok := p.app.(header); ok {
+		if err := p.comp.WaitFor(ctx, h.Head()); err != nil {
+			return PurgeResult{}, fmt.Errorf("retention: purge: wait for the read models to catch up: %w", err)
+		}
+	}
 	now := p.now().UTC()
 	rp := events.RetentionPurged{
 		HistoryBefore: cutoff(now, p.opts.History),

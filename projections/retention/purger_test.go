@@ -115,3 +115,32 @@ func TestPurgeForKeepers(t *testing.T) {
 		t.Errorf("nothing to remove: %+v %v", res, err)
 	}
 }
+
+// headedLog is an Appender that knows its head, as store.Store does.
+type headedLog struct {
+	Appender
+	head uint64
+}
+
+func (l headedLog) Head() uint64 { return l.head }
+
+// A purge over a log that knows its head waits for the read models to
+// apply it before planning: right after a start they may still be
+// catching up, and a plan on them would find nothing to remove.
+func TestPurgeWaitsForTheReadModels(t *testing.T) {
+	h := inventorytest.New(t, inventory.Options{})
+	h.Sweep(t0, true, inventorytest.Host("10.0.0.5", "02:42:ac:00:00:05"))
+	comp := &recordingCompactor{}
+	now := t0.Add(100 * 24 * time.Hour)
+	p, err := NewPurger(headedLog{Appender: h, head: 41}, h.Inv, comp, Options{Devices: 90 * 24 * time.Hour}, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.PurgeOnce(context.Background())
+	if err != nil || res.Seq == 0 {
+		t.Fatalf("purge: %+v %v", res, err)
+	}
+	if len(comp.waited) != 2 || comp.waited[0] != 41 || comp.waited[1] != res.Seq {
+		t.Errorf("waited for %v, want the head at the start (41), then the purge (%d)", comp.waited, res.Seq)
+	}
+}

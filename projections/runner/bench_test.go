@@ -13,6 +13,7 @@ import (
 
 	"github.com/jocasta/jocasta/events"
 	"github.com/jocasta/jocasta/projections/inventory"
+	"github.com/jocasta/jocasta/projections/scanlog"
 	"github.com/jocasta/jocasta/store"
 )
 
@@ -120,7 +121,7 @@ func BenchmarkReplay1M(b *testing.B) {
 	for k := 0; b.Loop(); k++ {
 		c := cpuTime()
 		out := filepath.Join(dir, fmt.Sprintf("out%d.db", k))
-		if err := Replay(context.Background(), src, out, time.Time{}, []Projection{newInventory(b)}, Options{}); err != nil {
+		if err := Replay(context.Background(), src, out, time.Time{}, newViews(b).projs(), Options{}); err != nil {
 			b.Fatal(err)
 		}
 		cpu += cpuTime() - c
@@ -145,7 +146,8 @@ func BenchmarkRebuild1M(b *testing.B) {
 	for k := 0; b.Loop(); k++ {
 		c := cpuTime()
 		inv := &versioned{Inventory: newInventory(b), v: k + 2}
-		r, err := New(st, []Projection{inv}, Options{})
+		scans := &versionedScans{Log: scanlog.New(nil), v: k + 2}
+		r, err := New(st, []Projection{inv, scans}, Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -165,3 +167,11 @@ type versioned struct {
 }
 
 func (p *versioned) Version() int { return p.v }
+
+// versionedScans does the same for the scan log.
+type versionedScans struct {
+	*scanlog.Log
+	v int
+}
+
+func (p *versionedScans) Version() int { return p.v }

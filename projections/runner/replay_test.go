@@ -21,6 +21,7 @@ import (
 	"github.com/jocasta/jocasta/projections"
 	"github.com/jocasta/jocasta/projections/inventory"
 	"github.com/jocasta/jocasta/projections/retention"
+	"github.com/jocasta/jocasta/projections/scanlog"
 	"github.com/jocasta/jocasta/store"
 )
 
@@ -40,9 +41,30 @@ func newInventory(t testing.TB) *inventory.Inventory {
 	return inv
 }
 
+// views are the read models a replay is checked by: the inventory and
+// the scan log.
+type views struct {
+	inv   *inventory.Inventory
+	scans *scanlog.Log
+}
+
+func newViews(t testing.TB) views {
+	return views{inv: newInventory(t), scans: scanlog.New(nil)}
+}
+
+func (v views) projs() []Projection { return []Projection{v.inv, v.scans} }
+
+// scansKeeper lets the purger count the scan log's entries, as serve's
+// does.
+func (v views) scansKeeper() retention.Keeper {
+	return retention.Keeper{Name: "scans", RowsBefore: v.scans.RowsBefore,
+		Cutoff: func(rp *events.RetentionPurged) *time.Time { return rp.HistoryBefore }}
+}
+
 // dump is every query's answer as text, for equality checks.
-func dump(t testing.TB, inv *inventory.Inventory) string {
+func dump(t testing.TB, v views) string {
 	t.Helper()
+	inv := v.inv
 	ctx := context.Background()
 	var b strings.Builder
 	add := func(name string, v any, err error) {
@@ -88,7 +110,7 @@ func dump(t testing.TB, inv *inventory.Inventory) string {
 	}
 	sf := projections.ScanFilter{Limit: inventory.MaxLimit}
 	for {
-		p, err := inv.ListScans(ctx, sf)
+		p, err := v.scans.ListScans(ctx, sf)
 		add("scans", p.Items, err)
 		if p.NextCursor == nil {
 			break
@@ -112,15 +134,15 @@ func openDump(t testing.TB, path string) string {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	inv := newInventory(t)
-	r, err := New(st, []Projection{inv}, Options{})
+	v := newViews(t)
+	r, err := New(st, v.projs(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := r.CatchUp(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	return dump(t, inv)
+	return dump(t, v)
 }
 
 // live is a running system: store, runner, inventory, purger.
@@ -128,6 +150,7 @@ type live struct {
 	t      testing.TB
 	st     *store.Store
 	inv    *inventory.Inventory
+	scans  *scanlog.Log
 	r      *Runner
 	purger *retention.Purger
 	now    time.Time
@@ -138,9 +161,10 @@ type live struct {
 
 func startLive(t testing.TB, path string, ret retention.Options) *live {
 	t.Helper()
-	l := &live{t: t, st: openStore(t, path), inv: newInventory(t), done: make(chan error, 1)}
+	v := newViews(t)
+	l := &live{t: t, st: openStore(t, path), inv: v.inv, scans: v.scans, done: make(chan error, 1)}
 	var err error
-	l.r, err = New(l.st, []Projection{l.inv}, Options{BatchSize: 64, PollInterval: time.Hour})
+	l.r, err = New(l.st, v.projs(), Options{BatchSize: 64, PollInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,11 +173,14 @@ func startLive(t testing.TB, path string, ret retention.Options) *live {
 	if err != nil {
 		t.Fatal(err)
 	}
+	l.purger.Keepers = []retention.Keeper{v.scansKeeper()}
 	ctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
 	go func() { l.done <- l.r.Run(ctx) }()
 	return l
 }
+
+func (l *live) views() views { return views{inv: l.inv, scans: l.scans} }
 
 func (l *live) stop() {
 	l.cancel()
@@ -291,15 +318,15 @@ func TestReplayEqualsLive(t *testing.T) {
 	var day3 time.Time
 	scenario(l, 6, func(day int, end time.Time) {
 		if day == 3 {
-			atDay3, day3 = dump(t, l.inv), end
+			atDay3, day3 = dump(t, l.views()), end
 		}
 	})
-	want := dump(t, l.inv)
+	want := dump(t, l.views())
 	ctx := context.Background()
 
 	t.Run("whole log", func(t *testing.T) {
 		out := filepath.Join(dir, "replay.db")
-		if err := Replay(ctx, l.st, out, time.Time{}, []Projection{newInventory(t)}, Options{}); err != nil {
+		if err := Replay(ctx, l.st, out, time.Time{}, newViews(t).projs(), Options{}); err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(want, openDump(t, out)); diff != "" {
@@ -308,7 +335,7 @@ func TestReplayEqualsLive(t *testing.T) {
 	})
 	t.Run("until", func(t *testing.T) {
 		out := filepath.Join(dir, "until.db")
-		if err := Replay(ctx, l.st, out, day3, []Projection{newInventory(t)}, Options{}); err != nil {
+		if err := Replay(ctx, l.st, out, day3, newViews(t).projs(), Options{}); err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(atDay3, openDump(t, out)); diff != "" {
@@ -317,19 +344,19 @@ func TestReplayEqualsLive(t *testing.T) {
 	})
 	t.Run("until before the first event", func(t *testing.T) {
 		out := filepath.Join(dir, "empty.db")
-		if err := Replay(ctx, l.st, out, t0.Add(-time.Hour), []Projection{newInventory(t)}, Options{}); err != nil {
+		if err := Replay(ctx, l.st, out, t0.Add(-time.Hour), newViews(t).projs(), Options{}); err != nil {
 			t.Fatal(err)
 		}
 		st, err := store.Open(out, store.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		inv := newInventory(t)
-		r, _ := New(st, []Projection{inv}, Options{})
+		v := newViews(t)
+		r, _ := New(st, v.projs(), Options{})
 		if err := r.CatchUp(ctx); err != nil {
 			t.Fatal(err)
 		}
-		s, _ := inv.Stats(ctx)
+		s, _ := v.inv.Stats(ctx)
 		if st.Head() != 0 || s.Devices != 0 {
 			t.Errorf("head %d, %d devices", st.Head(), s.Devices)
 		}
@@ -337,7 +364,7 @@ func TestReplayEqualsLive(t *testing.T) {
 	})
 	t.Run("output exists", func(t *testing.T) {
 		out := filepath.Join(dir, "replay.db")
-		if err := Replay(ctx, l.st, out, time.Time{}, []Projection{newInventory(t)}, Options{}); !errors.Is(err, ErrOutputExists) {
+		if err := Replay(ctx, l.st, out, time.Time{}, newViews(t).projs(), Options{}); !errors.Is(err, ErrOutputExists) {
 			t.Errorf("err = %v", err)
 		}
 	})
@@ -354,7 +381,7 @@ func TestReplayAfterCompaction(t *testing.T) {
 	deleted := 0
 	scenario(l, 26, func(day int, end time.Time) {
 		if day == 24 {
-			late, lateT = dump(t, l.inv), end
+			late, lateT = dump(t, l.views()), end
 		}
 		if day == 14 {
 			p, err := l.inv.ListEvents(context.Background(), projections.EventFilter{Kinds: []string{projections.ChangeDeleted}})
@@ -367,7 +394,7 @@ func TestReplayAfterCompaction(t *testing.T) {
 	if deleted != 1 {
 		t.Errorf("%d device.deleted entries on day 14, want 1 (device 9)", deleted)
 	}
-	want := dump(t, l.inv)
+	want := dump(t, l.views())
 	if l.st.First() <= 1 {
 		t.Fatalf("the log was not compacted (first = %d)", l.st.First())
 	}
@@ -390,7 +417,7 @@ func TestReplayAfterCompaction(t *testing.T) {
 
 	t.Run("whole log", func(t *testing.T) {
 		out := filepath.Join(dir, "replay.db")
-		if err := Replay(ctx, l.st, out, time.Time{}, []Projection{newInventory(t)}, Options{}); err != nil {
+		if err := Replay(ctx, l.st, out, time.Time{}, newViews(t).projs(), Options{}); err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(want, openDump(t, out)); diff != "" {
@@ -399,7 +426,7 @@ func TestReplayAfterCompaction(t *testing.T) {
 	})
 	t.Run("until after the compacted horizon", func(t *testing.T) {
 		out := filepath.Join(dir, "late.db")
-		if err := Replay(ctx, l.st, out, lateT, []Projection{newInventory(t)}, Options{}); err != nil {
+		if err := Replay(ctx, l.st, out, lateT, newViews(t).projs(), Options{}); err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(late, openDump(t, out)); diff != "" {
@@ -408,7 +435,7 @@ func TestReplayAfterCompaction(t *testing.T) {
 	})
 	t.Run("until inside the compacted history", func(t *testing.T) {
 		out := filepath.Join(dir, "early.db")
-		err := Replay(ctx, l.st, out, t0.Add(2*24*time.Hour), []Projection{newInventory(t)}, Options{})
+		err := Replay(ctx, l.st, out, t0.Add(2*24*time.Hour), newViews(t).projs(), Options{})
 		if !errors.Is(err, ErrCompacted) || !strings.Contains(err.Error(), "the earliest replayable time is") {
 			t.Errorf("err = %v", err)
 		}
@@ -420,12 +447,12 @@ func TestReplayAfterCompaction(t *testing.T) {
 		l.cancel()
 		<-l.done
 		c := &counting{name: "late", version: 1}
-		inv := newInventory(t)
-		r, _ := New(l.st, []Projection{inv, c}, Options{})
+		v := newViews(t)
+		r, _ := New(l.st, append(v.projs(), c), Options{})
 		if err := r.CatchUp(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(want, dump(t, inv)); diff != "" {
+		if diff := cmp.Diff(want, dump(t, v)); diff != "" {
 			t.Errorf("restarted inventory differs (-live +restart):\n%s", diff)
 		}
 		if n, _, _ := c.stats(); uint64(n) != l.st.Head()-snaps[len(snaps)-1].Seq {
@@ -446,7 +473,7 @@ func TestReplayWithSnapshotsBeforeCompaction(t *testing.T) {
 	dir := t.TempDir()
 	l := startLive(t, filepath.Join(dir, "live.db"), retention.Options{Devices: 3 * 24 * time.Hour})
 	scenario(l, 8, nil)
-	want := dump(t, l.inv)
+	want := dump(t, l.views())
 	if l.st.First() > 1 {
 		t.Fatalf("the log was compacted (first = %d); this test needs it whole", l.st.First())
 	}
@@ -474,7 +501,7 @@ func TestReplayWithSnapshotsBeforeCompaction(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "replay.db")
-			if err := Replay(context.Background(), l.st, out, c.until, []Projection{newInventory(t)}, Options{}); err != nil {
+			if err := Replay(context.Background(), l.st, out, c.until, newViews(t).projs(), Options{}); err != nil {
 				t.Fatal(err)
 			}
 			if fi, err := os.Stat(out); err != nil || fi.Mode().Perm() != 0o600 {

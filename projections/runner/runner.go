@@ -326,6 +326,17 @@ func (r *Runner) init() error {
 		}
 		for k, p := range r.projs {
 			pl := plans[k]
+			if rp, ok := p.(Retirer); ok {
+				for _, b := range rp.RetiredBuckets() {
+					if tx.Bucket([]byte(b)) == nil {
+						continue
+					}
+					if err := tx.DeleteBucket([]byte(b)); err != nil {
+						return fmt.Errorf("projection %s: drop retired bucket %q: %w", p.Name(), b, err)
+					}
+					r.opts.Log.Info("dropped a bucket an older version of the projection owned", "projection", p.Name(), "bucket", b)
+				}
+			}
 			if pl.rebuild {
 				r.opts.Log.Info("projection version changed: rebuilding it from the log", "projection", p.Name(), "from_version", pl.stored, "to_version", p.Version())
 				for _, b := range p.Buckets() {
@@ -380,6 +391,14 @@ func (r *Runner) init() error {
 	r.mu.Unlock()
 	r.inited = true
 	return nil
+}
+
+// Retirer is an optional interface of a Projection: the buckets older
+// versions of it owned and this one does not. The runner deletes them
+// when it prepares the projection, so that a database upgraded across
+// the change keeps no rows nobody reads.
+type Retirer interface {
+	RetiredBuckets() []string
 }
 
 // Migrator is an optional interface of a Projection: it turns rows

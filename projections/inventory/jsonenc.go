@@ -1,45 +1,13 @@
 package inventory
 
 import (
-	"strconv"
 	"time"
 	"unicode/utf8"
-
-	"github.com/jocasta/jocasta/projections"
 )
 
-// appendScanJSON appends the JSON encoding of s, byte for byte what
-// json.Marshal gives (a test and a fuzz target keep them equal). Scans are
-// written once per sweep, so replay speed depends on this being cheap.
-func appendScanJSON(b []byte, s *projections.Scan) []byte {
-	b = append(b, `{"id":`...)
-	b = appendJSONString(b, s.ID)
-	b = append(b, `,"source":`...)
-	b = appendJSONString(b, s.Source)
-	b = append(b, `,"kind":`...)
-	b = appendJSONString(b, s.Kind)
-	b = append(b, `,"started":`...)
-	b = appendJSONTime(b, s.Started)
-	b = append(b, `,"finished":`...)
-	b = appendJSONTime(b, s.Finished)
-	b = append(b, `,"duration_ms":`...)
-	b = strconv.AppendInt(b, s.DurationMS, 10)
-	b = append(b, `,"networks":`...)
-	b = appendJSONStrings(b, s.Networks)
-	b = append(b, `,"probes_sent":`...)
-	b = strconv.AppendInt(b, int64(s.ProbesSent), 10)
-	b = append(b, `,"hosts_found":`...)
-	b = strconv.AppendInt(b, int64(s.HostsFound), 10)
-	if s.Rows != 0 {
-		b = append(b, `,"rows":`...)
-		b = strconv.AppendInt(b, int64(s.Rows), 10)
-	}
-	b = append(b, `,"complete":`...)
-	b = strconv.AppendBool(b, s.Complete)
-	b = append(b, `,"errors":`...)
-	b = appendJSONStrings(b, s.Errors)
-	return append(b, '}')
-}
+// The encoders below write JSON byte for byte as encoding/json does, for
+// the device rows (devicejson.go), which replay writes for every changed
+// device.
 
 func appendJSONStrings(b []byte, ss []string) []byte {
 	return appendJSONArray(b, ss, appendJSONString)

@@ -1,0 +1,38 @@
+// Package scanlog is the scan log's read model (GET /api/scans, the web
+// UI's Scans page, the MCP scans tool): one entry per source run —
+// sweep, port scan, plugin read, DNS read, flow window — and per run
+// that produced nothing (scan.failed), with its times, networks, probes,
+// hosts found, rows read, completeness and errors.
+//
+// # Overview
+//
+// [Log] is a runner.Projection (name "scanlog", version 1). It reads
+// only the header of each run's event: a sweep's responders are counted
+// (those it repeats from the previous sweep, in Same, and those it holds
+// whole), never resolved against the previous sweep as the inventory
+// must; a port scan counts the addresses with an open port; a plugin
+// read shows the hosts and rows it read; a DNS read its distinct
+// clients and its entries; a flow window its exporters as hosts, its
+// flows as rows, and its drops and estimated loss among the errors.
+// retention.purged removes the entries that finished before its
+// history cutoff (retention.history), and [Log.RowsBefore] counts them
+// ahead of a purge for the retention job.
+//
+// The inventory keeps each source's health (failing, recovered) from the
+// same events itself; this package only keeps the entries to show.
+//
+// # Storage
+//
+// One bucket, scanlog.scans: finish time (12 bytes: Unix seconds with
+// the sign bit flipped, then nanoseconds) | seq (8) → start time (12) |
+// source length (1) | source (at most 255 bytes) | the entry's JSON.
+// Finish-time keys make the newest-first listing a reverse cursor walk
+// and retention a prefix delete; the header lets a listing filter by
+// source and start time without decoding the JSON.
+//
+// # Concurrency
+//
+// Apply runs on the runner's goroutine; ListScans and RowsBefore read
+// committed rows in their own read transactions. A Log is safe for
+// concurrent use.
+package scanlog
