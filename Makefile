@@ -8,7 +8,7 @@ OUI := projections/oui/data/oui.tsv.gz
 COUNTRY := projections/traffic/data/country.mmdb.gz
 FUZZTIME ?= 10s
 
-.PHONY: build run test test-short bench bench-api bench-ui bench-notify bench-sweep bench-flows stress lint fuzz oui country lab-up lab-down clean
+.PHONY: build run test test-short bench bench-api bench-ui bench-notify bench-sweep bench-flows stress lint fuzz oui country worldmap lab-up lab-down clean
 
 build: $(OUI) $(COUNTRY)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/jocasta
@@ -27,6 +27,13 @@ $(OUI): projections/oui/gen/package.json projections/oui/gen/gen.mjs
 country: $(COUNTRY)
 $(COUNTRY): projections/traffic/gen/package.json projections/traffic/gen/gen.mjs
 	cd projections/traffic/gen && npm install --no-audit --no-fund --no-package-lock --silent && node gen.mjs ../data/country.mmdb.gz
+
+# The web interface's world map and country centroids (ui/worldmap/doc.go),
+# from the npm packages pinned in ui/worldmap/gen/package-lock.json. The
+# outputs are committed (a Go test checks them), so build and test do not
+# need Node; run this after changing gen.mjs or the pins.
+worldmap:
+	cd ui/worldmap/gen && npm ci --no-audit --no-fund --silent && node gen.mjs ../../static/world.svg ../centroids.json
 
 # Every test, with the race detector. Lab tests need root and the Debian
 # responders (see .ci/run); outside CI they skip with a reason.

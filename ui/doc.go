@@ -22,6 +22,29 @@
 // read model). Every change goes through Commander (events/command), with
 // the signed-in user's name as the actor; ui never builds an event.
 //
+// # Traffic, DNS and notifications
+//
+// Deps.Traffic (projections/traffic), Deps.DNS (projections/dns) and
+// Deps.Notifications (serve's notifications over projections/notify and
+// events/command) are optional. With Traffic, the Traffic page draws the
+// flows of a range on the world map of package worldmap (the map itself
+// is the static file world.svg, drawn at build time; Go adds one curve
+// per country, no script) with the top devices, peers and countries, and
+// the device page lists the device's top peers; with DNS, the DNS page
+// lists the top and most blocked domains and the clients that looked up
+// most (dns.TopLookups), and the device page its top domains. Without
+// them their pages say which plugin would fill them, and are not in the
+// menu. The Notifications pages show each destination as the API does
+// (never a URL's path or query, a token or a secret), set its rules from
+// a form of rule rows (one row per rule plus an empty one; a row with no
+// kind ticked is dropped), send a test message and re-deliver dead
+// ledger records; the rules event has the signed-in user as its actor.
+//
+// The devices page's 100 rows are written by writeRows straight into a
+// pooled buffer, which render splices into the page where the template
+// wrote rowsMarker: the page allocates little besides what the inventory
+// returns (docs/performance.md, The web interface).
+//
 // # Sessions
 //
 // Sign-in checks the password with access.CheckPassword (argon2id, the

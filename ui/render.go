@@ -25,7 +25,8 @@ var files embed.FS
 // checks that every file in templates/ is listed here or is the layout.
 var pages = []string{
 	"signin", "setup", "error", "devices", "device", "changes", "scans",
-	"groups", "stats", "tokens", "users", "settings",
+	"groups", "stats", "tokens", "users", "settings", "traffic", "notifications",
+	"notification", "dns",
 }
 
 // views holds the parsed templates.
@@ -36,16 +37,22 @@ type views struct {
 // parseViews parses every page once, at start-up.
 func parseViews(as *assets, loc *time.Location) (*views, error) {
 	funcs := template.FuncMap{
-		"when":     func(t time.Time) string { return fmtTime(t, loc) },
-		"whenp":    func(t *time.Time) string { return fmtTimePtr(t, loc) },
-		"str":      deref,
-		"asset":    as.url,
-		"join":     strings.Join,
-		"dur":      fmtMillis,
-		"plural":   plural,
-		"presence": presenceLabel,
-		"list":     func(xs ...string) []string { return xs },
-		"pair":     func(a string, b any) pairOf { return pairOf{a, b} },
+		"when":       func(t time.Time) string { return fmtTime(t, loc) },
+		"whenp":      func(t *time.Time) string { return fmtTimePtr(t, loc) },
+		"str":        deref,
+		"asset":      as.url,
+		"join":       strings.Join,
+		"dur":        fmtMillis,
+		"plural":     plural,
+		"presence":   presenceLabel,
+		"list":       func(xs ...string) []string { return xs },
+		"pair":       func(a string, b any) pairOf { return pairOf{a, b} },
+		"bytes":      fmtBytes,
+		"country":    countryLabel,
+		"ms":         func(f float64) string { return strconv.FormatFloat(f, 'f', 0, 64) + " ms" },
+		"inc":        func(i int) int { return i + 1 },
+		"rowsMarker": func() template.HTML { return rowsMarker },
+		"add":        func(a, b uint64) uint64 { return a + b },
 	}
 	vs := &views{t: map[string]*template.Template{}}
 	for _, p := range pages {
@@ -71,7 +78,13 @@ type pageView struct {
 	Nav       string
 	User      string
 	FormToken string
-	Data      any
+	// Traffic, DNS and Notify put the Traffic, DNS and Notifications
+	// pages in the menu: only when the service records traffic, records
+	// DNS lookups and has notifications.
+	Traffic bool
+	DNS     bool
+	Notify  bool
+	Data    any
 }
 
 // titled is a page view that names its page.
@@ -81,6 +94,7 @@ var titles = map[string]string{
 	"signin": "Sign in", "setup": "Set up jocasta", "error": "Error", "devices": "Devices",
 	"device": "Device", "changes": "Change log", "scans": "Scans", "groups": "Groups",
 	"stats": "Stats", "tokens": "API tokens", "users": "Users", "settings": "Settings",
+	"traffic": "Traffic", "notifications": "Notifications", "notification": "Notification destination", "dns": "DNS lookups",
 }
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
@@ -88,7 +102,7 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // render executes the page into a buffer and writes it, so a template
 // failure is a clean 500 rather than half a page.
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
-	v := pageView{Title: titles[name], Nav: name, Data: data}
+	v := pageView{Title: titles[name], Nav: name, Data: data, Traffic: s.flows != nil, DNS: s.dns != nil, Notify: s.notes != nil}
 	if t, ok := data.(titled); ok {
 		v.Title = t.PageTitle()
 	}
@@ -109,20 +123,52 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 		http.Error(w, "internal error: the page could not be rendered", http.StatusInternalServerError)
 		return
 	}
+	head, tail := buf.Bytes(), []byte(nil)
+	var rows *bytes.Buffer
+	if sp, ok := data.(splicer); ok {
+		if i := bytes.Index(head, []byte(rowsMarker)); i >= 0 {
+			rows = bufPool.Get().(*bytes.Buffer)
+			rows.Reset()
+			defer bufPool.Put(rows)
+			sp.spliceRows(rows, s.cfg.Location)
+			head, tail = head[:i], head[i+len(rowsMarker):]
+		}
+	}
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	n := len(head) + len(tail)
+	if rows != nil {
+		n += rows.Len()
+	}
+	h.Set("Content-Length", strconv.Itoa(n))
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead {
-		_, _ = w.Write(buf.Bytes())
+		_, _ = w.Write(head)
+		if rows != nil {
+			_, _ = w.Write(rows.Bytes())
+			_, _ = w.Write(tail)
+		}
 	}
 }
+
+// rowsMarker is where a splicer's rows go in its page: the template
+// writes it (the rowsMarker function), render writes the rows there.
+const rowsMarker = "<!--rows-->"
+
+// splicer is a page whose long table is written by Go, not by the
+// template (devicesView).
+type splicer interface {
+	spliceRows(b *bytes.Buffer, loc *time.Location)
+}
+
+// timeLayout is how the pages write a time.
+const timeLayout = "2006-01-02 15:04:05 MST"
 
 func fmtTime(t time.Time, loc *time.Location) string {
 	if t.IsZero() {
 		return "—"
 	}
-	return t.In(loc).Format("2006-01-02 15:04:05 MST")
+	return t.In(loc).Format(timeLayout)
 }
 
 func fmtTimePtr(t *time.Time, loc *time.Location) string {
@@ -141,6 +187,29 @@ func deref(p *string) string {
 
 func fmtMillis(ms int64) string {
 	return (time.Duration(ms) * time.Millisecond).String()
+}
+
+// fmtBytes writes n bytes with a decimal unit: 950 B, 1.2 kB, 3.4 GB.
+func fmtBytes(n uint64) string {
+	const units = "kMGTPE"
+	if n < 1000 {
+		return strconv.FormatUint(n, 10) + " B"
+	}
+	f, i := float64(n)/1000, 0
+	for f >= 999.95 && i < len(units)-1 {
+		f /= 1000
+		i++
+	}
+	return strconv.FormatFloat(f, 'f', 1, 64) + " " + units[i:i+1] + "B"
+}
+
+// countryLabel is a country code as shown: "—" for none (private or
+// unknown addresses).
+func countryLabel(c string) string {
+	if c == "" {
+		return "—"
+	}
+	return c
 }
 
 func plural(n int, one, many string) string {

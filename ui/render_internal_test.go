@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"bytes"
 	"io/fs"
 	"slices"
 	"strings"
@@ -42,7 +43,7 @@ func TestAssets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := as.names(); !slices.Equal(got, []string{"icon.svg", "style.css"}) {
+	if got := as.names(); !slices.Equal(got, []string{"icon.svg", "style.css", "world.svg"}) {
 		t.Fatalf("assets %v", got)
 	}
 	u, err := as.url("style.css")
@@ -128,19 +129,26 @@ func TestSafeNext(t *testing.T) {
 func TestDeviceRowsEscaped(t *testing.T) {
 	evil := `<script>alert("x")</script>`
 	mac, vendor, label, group := `aa"><b>`, `Acme & <Co>`, `'quoted'`, `a<b`
-	rows := []deviceRow{{Device: projections.Device{ID: `id/"x`, Name: evil, Label: &label, MAC: &mac, Vendor: &vendor, Group: &group, Presence: `on"line`, Ignored: true, Watched: true}, IP: "<ip>"}}
-	got := string(rowsHTML(rows, time.UTC))
+	seen := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	rows := []projections.Device{{ID: `id/"x`, Name: evil, Label: &label, MAC: &mac, Vendor: &vendor, Group: &group, Presence: `on"line`, Ignored: true, Watched: true,
+		FirstSeen: seen, Addresses: []projections.Address{{IP: "<ip>", LastSeen: seen}}}}
+	var b bytes.Buffer
+	writeRows(&b, rows, time.UTC)
+	got := b.String()
 	for _, bad := range []string{"<script>", `"><b>`, "<Co>", "<ip>", `on"line`, "'quoted'", "a<b", `id/"x`} {
 		if strings.Contains(got, bad) {
 			t.Errorf("rows contain %q unescaped:\n%s", bad, got)
 		}
 	}
-	for _, want := range []string{"&lt;script&gt;", `href="/devices/id%2F%22x"`, `class="ignored"`, "★", "Acme &amp; &lt;Co&gt;"} {
+	for _, want := range []string{"&lt;script&gt;", `href="/devices/id%2F%22x"`, `class="ignored"`, "★", "Acme &amp; &lt;Co&gt;", "&lt;ip&gt;",
+		`aria-label="Select &lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;"`, "&#39;quoted&#39;", "<td>2026-03-01 12:00:00 UTC</td><td>—</td>"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("rows lack %q:\n%s", want, got)
 		}
 	}
-	if got := rowsHTML(nil, time.UTC); !strings.Contains(string(got), "No device matches") {
+	b.Reset()
+	writeRows(&b, nil, time.UTC)
+	if got := b.String(); !strings.Contains(got, "No device matches") {
 		t.Errorf("empty rows: %s", got)
 	}
 }

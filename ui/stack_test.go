@@ -18,10 +18,14 @@ import (
 
 	"github.com/jocasta/jocasta/events"
 	"github.com/jocasta/jocasta/events/command"
+	"github.com/jocasta/jocasta/projections"
 	"github.com/jocasta/jocasta/projections/access"
+	"github.com/jocasta/jocasta/projections/dns"
 	"github.com/jocasta/jocasta/projections/inventory"
+	"github.com/jocasta/jocasta/projections/notify"
 	"github.com/jocasta/jocasta/projections/runner"
 	"github.com/jocasta/jocasta/projections/scanlog"
+	"github.com/jocasta/jocasta/projections/traffic"
 	"github.com/jocasta/jocasta/store"
 	"github.com/jocasta/jocasta/ui"
 )
@@ -54,12 +58,16 @@ type stack struct {
 	st    *store.Store
 	run   *runner.Runner
 	inv   *inventory.Inventory
-	scans *scanlog.Log
 	acc   *access.Projection
 	cmd   *command.Commander
 	clock *clock
 	ui    *ui.Server
 	setup string // the setup link's secret, when made with one
+	flows *traffic.Projection
+	disp  *notify.Dispatcher
+	rules *notify.Rules
+	// reader is the inventory as the web interface reads it.
+	reader ui.Inventory
 }
 
 type stackOpts struct {
@@ -68,6 +76,12 @@ type stackOpts struct {
 	wrapInv func(ui.Inventory) ui.Inventory
 	wrapCmd func(ui.Commander) ui.Commander
 	dbPath  string
+	// traffic adds the traffic read model (home country DE) and hands it
+	// to the web interface; notify adds the notification rules and a
+	// dispatcher sending to these destinations.
+	traffic bool
+	dns     bool
+	notify  []notify.Destination
 }
 
 func defaultConfig() ui.Config {
@@ -97,7 +111,30 @@ func newStack(t testing.TB, o stackOpts) *stack {
 	}
 	acc := access.New(clk.Now)
 	scans := scanlog.New(nil)
-	run, err := runner.New(st, []runner.Projection{inv, scans, acc}, runner.Options{PollInterval: 50 * time.Millisecond})
+	projs := []runner.Projection{inv, scans, acc}
+	var flows *traffic.Projection
+	if o.traffic {
+		countries, err := traffic.LoadCountries("")
+		if err != nil {
+			t.Fatalf("country database (make country): %v", err)
+		}
+		if flows, err = traffic.New(traffic.Options{Addresses: inv, Countries: countries, Home: "DE"}); err != nil {
+			t.Fatal(err)
+		}
+		projs = append(projs, flows)
+	}
+	var lookups *dns.Projection
+	if o.dns {
+		if lookups, err = dns.New(dns.Options{Addresses: inv}); err != nil {
+			t.Fatal(err)
+		}
+		projs = append(projs, lookups)
+	}
+	rules := notify.NewRules()
+	if o.notify != nil {
+		projs = append(projs, rules)
+	}
+	run, err := runner.New(st, projs, runner.Options{PollInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,14 +150,35 @@ func newStack(t testing.TB, o stackOpts) *stack {
 	if err := run.WaitFor(ctx, st.Head()); err != nil {
 		t.Fatal(err)
 	}
-	s := &stack{t: t, st: st, run: run, inv: inv, scans: scans, acc: acc, clock: clk}
+	s := &stack{t: t, st: st, run: run, inv: inv, acc: acc, clock: clk, flows: flows, rules: rules}
 	s.cmd = &command.Commander{Log: st, Sync: run.WaitFor, Devices: inv, Accounts: acc, Now: clk.Now}
-	deps := ui.Deps{Inventory: inv, Scans: scans, Accounts: acc, Commander: s.cmd, Log: zerolog.Nop(), Now: clk.Now}
-	if o.wrapInv != nil {
-		deps.Inventory = o.wrapInv(inv)
-		if sl, ok := deps.Inventory.(ui.ScanLog); ok {
-			deps.Scans = sl // a wrapper that fails the scan log too
+	reader := inventoryReader{Inventory: inv, scans: scans}
+	s.reader = reader
+	deps := ui.Deps{Inventory: reader, Accounts: acc, Commander: s.cmd, Log: zerolog.Nop(), Now: clk.Now}
+	if flows != nil {
+		deps.Traffic = flows
+	}
+	if lookups != nil {
+		deps.DNS = lookups
+	}
+	if o.notify != nil {
+		d, err := notify.New(notify.Options{DB: st.DB(), Head: st.Head, WaitFor: run.WaitFor, Feed: inv, Rules: rules,
+			Destinations: o.notify, Now: clk.Now, Poll: 10 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
 		}
+		dctx, dcancel := context.WithCancel(context.Background())
+		ddone := make(chan error, 1)
+		go func() { ddone <- d.Run(dctx) }()
+		t.Cleanup(func() {
+			dcancel()
+			<-ddone
+		})
+		s.disp = d
+		deps.Notifications = &notifications{d: d, rules: rules, cmd: s.cmd}
+	}
+	if o.wrapInv != nil {
+		deps.Inventory = o.wrapInv(reader)
 	}
 	if o.wrapCmd != nil {
 		deps.Commander = o.wrapCmd(s.cmd)
@@ -288,3 +346,82 @@ func wantStatus(t testing.TB, w *httptest.ResponseRecorder, code int, contains .
 func regexpMust(s string) *regexp.Regexp { return regexp.MustCompile(s) }
 
 func htmlUnescape(s string) string { return html.UnescapeString(s) }
+
+// notifications is serve's notifications (cmd/jocasta/notify.go) over
+// the stack: the dispatcher's destinations and ledger, rules set
+// through the write side with source "ui".
+type notifications struct {
+	d     *notify.Dispatcher
+	rules *notify.Rules
+	cmd   *command.Commander
+}
+
+func (n *notifications) dest(name string) (*notify.Destination, error) {
+	d, ok := n.d.Destination(name)
+	if !ok {
+		return nil, fmt.Errorf("notify.%s: %w", name, projections.ErrNotFound)
+	}
+	return d, nil
+}
+
+func (n *notifications) Destinations(context.Context) ([]notify.View, error) {
+	var out []notify.View
+	for _, d := range n.d.Destinations() {
+		v, err := notify.ViewOf(n.d.DB(), d, n.rules)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func (n *notifications) Destination(_ context.Context, name string) (notify.View, error) {
+	d, err := n.dest(name)
+	if err != nil {
+		return notify.View{}, err
+	}
+	return notify.ViewOf(n.d.DB(), d, n.rules)
+}
+
+func (n *notifications) SetRules(ctx context.Context, actor, name string, rules []events.NotifyRule) (notify.View, error) {
+	if _, err := n.dest(name); err != nil {
+		return notify.View{}, err
+	}
+	if err := n.cmd.SetNotifyRules(ctx, "ui", actor, n.rules, name, rules); err != nil {
+		return notify.View{}, err
+	}
+	return n.Destination(ctx, name)
+}
+
+func (n *notifications) Ledger(_ context.Context, name string, f notify.LedgerFilter) (projections.Page[notify.Record], error) {
+	if _, err := n.dest(name); err != nil {
+		return projections.Page[notify.Record]{}, err
+	}
+	return notify.ReadLedger(n.d.DB(), name, f)
+}
+
+func (n *notifications) Test(ctx context.Context, name string) (notify.Attempt, error) {
+	if _, err := n.dest(name); err != nil {
+		return notify.Attempt{}, err
+	}
+	return n.d.Test(ctx, name)
+}
+
+func (n *notifications) Redeliver(_ context.Context, name, id string) (int, error) {
+	if _, err := n.dest(name); err != nil {
+		return 0, err
+	}
+	return n.d.Redeliver(name, id)
+}
+
+// inventoryReader is serve's (cmd/jocasta): the inventory, with the scan
+// log's entries for ListScans.
+type inventoryReader struct {
+	*inventory.Inventory
+	scans *scanlog.Log
+}
+
+func (r inventoryReader) ListScans(ctx context.Context, f projections.ScanFilter) (projections.Page[projections.Scan], error) {
+	return r.scans.ListScans(ctx, f)
+}

@@ -10,9 +10,12 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/time/rate"
 
+	"github.com/jocasta/jocasta/events"
 	"github.com/jocasta/jocasta/events/command"
 	"github.com/jocasta/jocasta/projections"
 	"github.com/jocasta/jocasta/projections/access"
+	"github.com/jocasta/jocasta/projections/notify"
+	"github.com/jocasta/jocasta/projections/traffic"
 )
 
 // Inventory is what the pages read of the inventory read model (the same
@@ -60,6 +63,29 @@ type Commander interface {
 	RemoveUser(ctx context.Context, source, actor, name string) error
 	StartSession(ctx context.Context, user string, lifetime time.Duration) (access.Session, string, error)
 	EndSession(ctx context.Context, actor, id, reason string) error
+}
+
+// Notifications is the notification destinations' read and write side,
+// the same the API's /api/notifications uses: views from
+// projections/notify (never a URL's path or query, a token or a secret),
+// rules set through events/command with the given actor. It returns
+// projections.ErrNotFound for a destination that is not configured,
+// *command.Invalid for rules the write side refuses, notify.ErrNotDead
+// from Redeliver for a record that is not dead.
+type Notifications interface {
+	Destinations(ctx context.Context) ([]notify.View, error)
+	Destination(ctx context.Context, name string) (notify.View, error)
+	SetRules(ctx context.Context, actor, name string, rules []events.NotifyRule) (notify.View, error)
+	Ledger(ctx context.Context, name string, f notify.LedgerFilter) (projections.Page[notify.Record], error)
+	Test(ctx context.Context, name string) (notify.Attempt, error)
+	Redeliver(ctx context.Context, name, id string) (int, error)
+}
+
+// Traffic is the traffic read model (projections/traffic), the same the
+// API's /api/traffic and /api/devices/{id}/traffic use.
+type Traffic interface {
+	DeviceTraffic(ctx context.Context, id string, f traffic.Filter) (projections.Page[traffic.Item], error)
+	Overview(ctx context.Context, since, until time.Time, limit int) (traffic.Overview, error)
 }
 
 // Config is the part of the configuration the web interface uses.
@@ -123,16 +149,22 @@ func (c *Config) setDefaults() {
 
 // Deps are the behaviours the web interface uses. Inventory, Accounts
 // and Commander are required; Setup is nil when no setup link was issued;
-// Log defaults to a logger that discards and Now to time.Now.
+// Notifications is nil when the service has no notifications (no
+// Notifications page then); Traffic is nil when no flow listener records
+// traffic, DNS when no DNS plugin records lookups (their pages then say
+// which plugin would, and are not in the menu); Log defaults to a logger that discards and Now to time.Now.
 type Deps struct {
 	// Scans is the scan log; nil: the Inventory's, if it has ListScans.
-	Scans     ScanLog
-	Inventory Inventory
-	Accounts  Accounts
-	Commander Commander
-	Setup     *Setup
-	Log       zerolog.Logger
-	Now       func() time.Time
+	Scans         ScanLog
+	Inventory     Inventory
+	Accounts      Accounts
+	Commander     Commander
+	Notifications Notifications
+	Traffic       Traffic
+	DNS           DNS
+	Setup         *Setup
+	Log           zerolog.Logger
+	Now           func() time.Time
 }
 
 // Server is the web interface's handler. Create it with New.
@@ -142,6 +174,9 @@ type Server struct {
 	scans ScanLog
 	acc   Accounts
 	cmd   Commander
+	notes Notifications
+	flows Traffic
+	dns   DNS
 	setup *Setup
 	log   zerolog.Logger
 	now   func() time.Time
@@ -189,6 +224,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, inv: deps.Inventory, scans: deps.Scans, acc: deps.Accounts, cmd: deps.Commander, setup: deps.Setup,
+		notes: deps.Notifications, flows: deps.Traffic, dns: deps.DNS,
 		log: deps.Log, now: deps.Now, views: vs, assets: as,
 		idle:    newIdleTracker(),
 		ipLim:   newLimiters(cfg.SignInRate, cfg.SignInBurst),
@@ -233,6 +269,13 @@ func (s *Server) routes() http.Handler {
 	private("POST /users/{name}/password", s.userPassword)
 	private("POST /users/{name}/remove", s.userRemove)
 	private("GET /settings", s.settingsPage)
+	private("GET /traffic", s.trafficPage)
+	private("GET /dns", s.dnsPage)
+	private("GET /notifications", s.notificationsPage)
+	private("GET /notifications/{name}", s.notificationPage)
+	private("POST /notifications/{name}", s.notificationRules)
+	private("POST /notifications/{name}/test", s.notificationTest)
+	private("POST /notifications/{name}/redeliver", s.notificationRedeliver)
 
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

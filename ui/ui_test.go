@@ -648,12 +648,11 @@ func TestConfigAndDepsChecked(t *testing.T) {
 		deps ui.Deps
 		want string
 	}{
-		{"no lifetime", ui.Config{IdleTimeout: time.Hour}, ui.Deps{Inventory: s.inv, Scans: s.scans, Accounts: s.acc, Commander: s.cmd}, "session_lifetime"},
-		{"no idle", ui.Config{SessionLifetime: time.Hour}, ui.Deps{Inventory: s.inv, Scans: s.scans, Accounts: s.acc, Commander: s.cmd}, "idle_timeout"},
-		{"no inventory", defaultConfig(), ui.Deps{Scans: s.scans, Accounts: s.acc, Commander: s.cmd}, "Inventory"},
-		{"no scan log", defaultConfig(), ui.Deps{Inventory: s.inv, Accounts: s.acc, Commander: s.cmd}, "Scans"},
-		{"no accounts", defaultConfig(), ui.Deps{Inventory: s.inv, Scans: s.scans, Commander: s.cmd}, "Accounts"},
-		{"no commander", defaultConfig(), ui.Deps{Inventory: s.inv, Scans: s.scans, Accounts: s.acc}, "Commander"},
+		{"no lifetime", ui.Config{IdleTimeout: time.Hour}, ui.Deps{Inventory: s.reader, Accounts: s.acc, Commander: s.cmd}, "session_lifetime"},
+		{"no idle", ui.Config{SessionLifetime: time.Hour}, ui.Deps{Inventory: s.reader, Accounts: s.acc, Commander: s.cmd}, "idle_timeout"},
+		{"no inventory", defaultConfig(), ui.Deps{Accounts: s.acc, Commander: s.cmd}, "Inventory"},
+		{"no accounts", defaultConfig(), ui.Deps{Inventory: s.reader, Commander: s.cmd}, "Accounts"},
+		{"no commander", defaultConfig(), ui.Deps{Inventory: s.reader, Accounts: s.acc}, "Commander"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -140,17 +140,19 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 		return fresh.list()
 	}
 
+	// The notifications first: the web interface's Notifications page
+	// reads them.
+	disp, err := c.startNotifications(cfg, log)
+	if err != nil {
+		st.Close()
+		return err
+	}
 	web, setupSecret, err := c.webUI(cfg, log)
 	if err != nil {
 		st.Close()
 		return err
 	}
 	c.ui = web
-	disp, err := c.startNotifications(cfg, log)
-	if err != nil {
-		st.Close()
-		return err
-	}
 	api, err := c.api(cfg, log)
 	if err != nil {
 		st.Close()
@@ -334,12 +336,32 @@ func (c *core) webUI(cfg *config.Config, log zerolog.Logger) (http.Handler, stri
 		CookieSecure:    cfg.Server.Auth.CookieSecure,
 		Location:        loc,
 		Settings:        string(settings),
-	}, ui.Deps{Inventory: c.inv, Scans: c.scans, Accounts: c.access, Commander: c.commanderFor("ui"), Setup: setup,
-		Log: log.With().Str("component", "ui").Logger(), Now: c.now})
+	}, c.uiDeps(cfg, setup, log))
 	if err != nil {
 		return nil, "", err
 	}
 	return h, secret, nil
+}
+
+// uiDeps are the web interface's read models and write sides: the
+// traffic and DNS read models only when a plugin records them (the pages
+// then say which would), the notifications with the signed-in user as
+// the actor and "ui" as the source of rules events.
+func (c *core) uiDeps(cfg *config.Config, setup *ui.Setup, log zerolog.Logger) ui.Deps {
+	d := ui.Deps{Inventory: c.inv, Scans: c.scans, Accounts: c.access, Commander: c.commanderFor("ui"), Setup: setup,
+		Log: log.With().Str("component", "ui").Logger(), Now: c.now}
+	if t := trafficAPI(cfg, c.traffic); t != nil {
+		d.Traffic = t
+	}
+	if c.dns != nil && dnsEnabled(cfg) {
+		d.DNS = c.dns
+	}
+	if n, ok := c.notes.(*notifications); ok && n != nil {
+		un := *n
+		un.source = "ui"
+		d.Notifications = &un
+	}
+	return d
 }
 
 // configPathKey holds, in serve's context, the config file serve read, for
