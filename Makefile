@@ -8,7 +8,7 @@ OUI := projections/oui/data/oui.tsv.gz
 COUNTRY := projections/traffic/data/country.mmdb.gz
 FUZZTIME ?= 10s
 
-.PHONY: build run test test-short bench bench-api bench-ui bench-notify bench-sweep bench-flows stress lint fuzz oui country worldmap lab-up lab-down clean
+.PHONY: build run test test-short bench bench-api bench-ui bench-notify bench-sweep bench-flows stress lint fuzz oui country worldmap bench-sensors lab-up lab-down clean
 
 build: $(OUI) $(COUNTRY)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/jocasta
@@ -83,6 +83,13 @@ bench-flows: $(OUI) $(COUNTRY)
 
 stress:
 	JOCASTA_CRASH_KILLS=1000 $(GO) test -count=1 -run '^TestCrashKill$$' -timeout 60m ./store/
+# Remote sites: 50 sensors x 1,000 devices, one sweep each per round,
+# through outboxes, the embedded NATS server and the central's append
+# (docs/performance.md, Remote sites; also part of make bench).
+# JOCASTA_BENCH_SENSORS and JOCASTA_BENCH_DEVICES set the size.
+bench-sensors:
+	$(GO) test -run '^$$' -bench CentralIngest -benchtime 10x -count 1 -timeout 30m ./events/remote/
+
 
 # Short runs of every fuzz target (FUZZTIME each).
 fuzz: $(OUI)

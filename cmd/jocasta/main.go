@@ -50,6 +50,7 @@ const usageText = `usage: jocasta <command> [flags]
 
 commands:
   serve [--config FILE]                  run the service
+  sensor [--config FILE]                 run the sources at a remote site; send them to the central over NATS
   init [--output FILE] [--force]         write a commented starter config
   config check | config show             validate / print the effective config (secrets redacted)
   token create --name N [--mode read|read_write] [--expires never|30d|90d|1y] [--json]
@@ -123,6 +124,8 @@ func dispatch(e *env, args []string) error {
 		return cmdServe(e, rest)
 	case "init":
 		return cmdInit(e, rest)
+	case "sensor":
+		return cmdSensor(e, rest)
 	case "config":
 		return sub(e, "config", rest, map[string]func(*env, []string) error{"check": cmdConfigCheck, "show": cmdConfigShow})
 	case "token":

@@ -108,6 +108,8 @@ type serveHooks struct {
 	// minute after start, once start-up work has settled).
 	verifyFirst time.Duration
 	listening   func(addr net.Addr)
+	// sensorsListening learns where the embedded NATS server listens.
+	sensorsListening func(addr string)
 }
 
 // serve runs the service until ctx is done, then stops within stopBudget.
@@ -224,6 +226,21 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 	clock.Log = slogFor(log).With("component", "clock")
 	g.Go(func() error { return purger.Run(gctx) })
 	g.Go(func() error { return set.access.RunFlusher(gctx, st.DB(), time.Minute) })
+	sensors, err := startSensors(gctx, cfg, st, c.metrics, log)
+	if err != nil {
+		ln.Close()
+		control.Shutdown(context.Background())
+		stopWork()
+		g.Wait()
+		st.Close()
+		return err
+	}
+	if sensors != nil {
+		if hooks != nil && hooks.sensorsListening != nil {
+			hooks.sensorsListening(sensors.addr())
+		}
+		g.Go(func() error { return sensors.run(gctx) })
+	}
 	headAtStart := st.Head()
 	slogger := slogFor(log)
 	insts, swarn, err := builtin.Build(builtin.Kinds(), withDNSCursor(sourceEnv(cfg, set.inv, slogger), set.dns))

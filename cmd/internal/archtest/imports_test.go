@@ -70,6 +70,12 @@ func check(from, to string) string {
 		if to != "events" {
 			return "events/bus imports only events"
 		}
+	case from == "events/remote":
+		// The sensors' transport: it builds events with ingest, appends
+		// with the store, and logs watermill through the bus's adapter.
+		if to != "events" && to != "events/ingest" && to != "events/bus" && to != "sources" && !under(to, "store") {
+			return "events/remote imports events, events/ingest, events/bus, sources and store only"
+		}
 	case under(from, "events/ingest"):
 		if to != "events" && to != "sources" && !under(to, "store") && to != "projections" {
 			return "ingest imports events, store and the sources types only"
@@ -117,6 +123,12 @@ func check(from, to string) string {
 	return ""
 }
 
+// watermillAllowed says which packages may import watermill: the
+// in-process doorbell (events/bus) and the one multi-machine transport,
+// the sensors' NATS JetStream link (events/remote), so that the choice of
+// transport stays in two places.
+func watermillAllowed(from string) bool { return from == "events/bus" || from == "events/remote" }
+
 func TestImportRules(t *testing.T) {
 	for _, p := range listPackages(t) {
 		from, ok := rel(p.ImportPath)
@@ -124,8 +136,8 @@ func TestImportRules(t *testing.T) {
 			continue
 		}
 		for _, imp := range p.Imports {
-			if strings.HasPrefix(imp, "github.com/ThreeDotsLabs/watermill") && from != "events/bus" {
-				t.Errorf("%s imports %s: only events/bus may import watermill", from, imp)
+			if strings.HasPrefix(imp, "github.com/ThreeDotsLabs/watermill") && !watermillAllowed(from) {
+				t.Errorf("%s imports %s: only events/bus (the in-process doorbell) and events/remote (the sensors' NATS JetStream transport) may import watermill", from, imp)
 			}
 			if strings.HasPrefix(imp, "github.com/modelcontextprotocol/") && from != "httpapi/mcp" {
 				t.Errorf("%s imports %s: only httpapi/mcp may import the MCP SDK", from, imp)
@@ -139,8 +151,8 @@ func TestImportRules(t *testing.T) {
 			}
 		}
 		for _, imp := range append(p.TestImports, p.XTestImports...) {
-			if strings.HasPrefix(imp, "github.com/ThreeDotsLabs/watermill") && from != "events/bus" {
-				t.Errorf("%s (tests) imports %s: only events/bus may import watermill", from, imp)
+			if strings.HasPrefix(imp, "github.com/ThreeDotsLabs/watermill") && !watermillAllowed(from) {
+				t.Errorf("%s (tests) imports %s: only events/bus and events/remote may import watermill", from, imp)
 			}
 		}
 	}

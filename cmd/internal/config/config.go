@@ -36,6 +36,8 @@ type Config struct {
 	Scan      Scan              `yaml:"scan"`
 	Plugins   Plugins           `yaml:"plugins"`
 	Notify    map[string]Notify `yaml:"notify"`
+	Sensors   Sensors           `yaml:"sensors"`
+	Sensor    Sensor            `yaml:"sensor"`
 
 	// Warnings are accepted oddities worth logging at start, such as an
 	// unknown logger.level (which the contract says logs at info). Each is
@@ -182,8 +184,9 @@ func Defaults() Config {
 				CookieSecure:    true,
 			},
 		},
-		DB:     DB{Path: ".", Name: "jocasta.db"},
-		Logger: Logger{Level: "info", Format: "json"},
+		DB:      DB{Path: ".", Name: "jocasta.db"},
+		Sensors: defaultSensors(),
+		Logger:  Logger{Level: "info", Format: "json"},
 		Inventory: Inventory{
 			OnlineWindow: Duration(15 * time.Minute),
 			AddressGrace: Duration(6 * time.Hour),

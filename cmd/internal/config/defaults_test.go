@@ -72,6 +72,7 @@ func TestDefaults(t *testing.T) {
 		{"plugins.dnsfilter2", len(c.Plugins.DNSFilter2), 0},
 		{"notify", len(c.Notify), 0},
 	}
+	tests = append(tests, sensorDefaults(c)...)
 	covered := map[string]bool{}
 	for _, tt := range tests {
 		covered[tt.key] = true

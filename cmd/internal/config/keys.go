@@ -1,5 +1,7 @@
 package config
 
+import "maps"
+
 // keyDoc documents one key of the schema for the starter file. The key list
 // itself is the Config struct; TestKeyDocsMatchSchema checks that this table
 // has exactly one entry per key.
@@ -31,7 +33,7 @@ func keyDocs() map[string]keyDoc {
 	timeout := keyDoc{doc: "Longest one read may take.", allowed: durationAllowed + ", above 0s"}
 	instance := keyDoc{doc: "An instance: its name is yours to choose (lower-case letters, digits, - and _)."}
 
-	return map[string]keyDoc{
+	docs := map[string]keyDoc{
 		"server":                            {doc: "The HTTP server: JSON API under /api, web interface and MCP endpoint."},
 		"server.host":                       {doc: "Listen address. 0.0.0.0 listens on every interface. The container image sets 0.0.0.0.", allowed: "an address or host name"},
 		"server.port":                       {doc: "Listen port.", allowed: "1 to 65535"},
@@ -157,4 +159,6 @@ func keyDocs() map[string]keyDoc {
 		"notify.*.http.headers":             {doc: "Sent with every request, such as Authorization. A Content-Type given here replaces application/json. From the environment: one variable per header, SVC_NOTIFY__<NAME>__HTTP__HEADERS__X_API_KEY sets X-Api-Key.", allowed: "header names and values"},
 		"notify.*.http.body":                {doc: "The request body: a Go text/template over .Kind, .Summary, .Time, .Event and .Device, with the functions json, upper, lower and default.", def: "required, no default", allowed: "a text template in Go template syntax"},
 	}
+	maps.Copy(docs, sensorKeyDocs())
+	return docs
 }

@@ -28,6 +28,9 @@ func TestSecretKeys(t *testing.T) {
 		"notify.*.webhook.secret",
 		"notify.*.http.url",
 		"notify.*.http.headers",
+		"sensors.nats.password",
+		"sensors.nats.embedded.password",
+		"sensor.nats.password",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("secret keys (-want +got):\n%s", diff)

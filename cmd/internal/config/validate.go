@@ -51,6 +51,7 @@ func (l *loader) validate(c *Config) {
 	l.validateScan(&c.Scan)
 	l.validatePlugins(&c.Plugins)
 	l.validateNotify(c.Notify)
+	l.validateSensors(c)
 }
 
 // check records msg at path unless ok or path already has a problem.
