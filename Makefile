@@ -8,7 +8,7 @@ OUI := projections/oui/data/oui.tsv.gz
 COUNTRY := projections/traffic/data/country.mmdb.gz
 FUZZTIME ?= 10s
 
-.PHONY: build run test test-short bench bench-api bench-ui bench-notify bench-sweep bench-flows stress lint fuzz oui country worldmap bench-sensors lab-up lab-down clean
+.PHONY: build run test test-short bench bench-api bench-ui bench-notify bench-sweep bench-flows bench-whatif bench-history bench-sensors stress lint fuzz oui country worldmap lab-up lab-down clean
 
 build: $(OUI) $(COUNTRY)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/jocasta
@@ -70,7 +70,8 @@ bench-ui:
 # Dispatch throughput and commit-to-delivery p99 to three loopback
 # destinations (webhook, push, http), with and without fsync.
 bench-notify:
-	$(GO) test -run '^$$' -bench Dispatch -benchtime 3000x -count 1 ./projections/notify/
+	$(GO) test -run '^$$' -bench 'Dispatch$$|DispatchNoSync' -benchtime 3000x -count 1 ./projections/notify/
+	$(GO) test -run '^$$' -bench DispatchRate -benchtime 10000x -count 1 ./projections/notify/
 
 bench-sweep:
 	sources/icmpsweep/bench_lab.sh

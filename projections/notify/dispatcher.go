@@ -59,7 +59,8 @@ type Options struct {
 	// are listed but never sent to.
 	Destinations []Destination
 	// Client sends the requests; default a client that follows no
-	// redirect (a 3xx is an answer, given up like a 4xx).
+	// redirect (a 3xx is an answer, given up like a 4xx) and keeps
+	// sendParallel idle connections per host.
 	Client *http.Client
 	// LinkBase, when set, is the web interface's URL: push messages
 	// link to the device there.
@@ -110,7 +111,14 @@ func (o *Options) setDefaults() {
 		o.Now = time.Now
 	}
 	if o.Client == nil {
-		o.Client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		// Keep as many idle connections per host as a sender has
+		// requests in flight: with the default two, most requests of a
+		// busy destination dialed a new connection (and left one in
+		// TIME_WAIT).
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = sendParallel
+		o.Client = &http.Client{Transport: tr,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 }
 
@@ -127,6 +135,21 @@ type Dispatcher struct {
 	senders map[string]chan struct{} // wakes a destination's sender
 
 	decided int // batches decided, to trim the ledgers now and then
+
+	ledger *committer // the ledger's group commit, while Run runs
+}
+
+// CommitStats says how many ledger transactions the running dispatcher
+// committed and how many writes (decided batches, sent batches) they
+// carried: writes/commits is how well the group commit gathers them.
+func (d *Dispatcher) CommitStats() (commits, writes uint64) {
+	d.mu.Lock()
+	c := d.ledger
+	d.mu.Unlock()
+	if c == nil {
+		return 0, 0
+	}
+	return c.commits.Load(), c.writes.Load()
 }
 
 // New checks the options and the destinations.
@@ -230,6 +253,15 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		return fmt.Errorf("notify: start: %w", err)
 	}
 	d.o.Log.Info("notifications: dispatcher started", "checkpoint", cp, "destinations", len(d.dests))
+	// The committer outlives the senders and the decider: what they
+	// write while stopping still lands.
+	c := newCommitter(d.o.DB)
+	d.mu.Lock()
+	d.ledger = c
+	d.mu.Unlock()
+	committed := make(chan struct{})
+	go func() { defer close(committed); c.run() }()
+	defer func() { c.close(); <-committed }()
 	g, gctx := errgroup.WithContext(ctx)
 	for _, dest := range d.dests {
 		if !dest.Enabled {
@@ -304,35 +336,48 @@ func (d *Dispatcher) decideBatch(ctx context.Context, cp, head uint64) (uint64, 
 			devices[e.DeviceID] = &dev
 		}
 	}
+	// The records are made before the transaction: the committer may run
+	// its body twice.
 	now := d.o.Now().UTC()
 	woke := map[string]bool{}
-	err = d.o.DB.Update(func(tx *bolt.Tx) error {
-		var pos uint32
-		for i, e := range entries {
-			if i > 0 && entries[i-1].Seq == e.Seq {
-				pos++
-			} else {
-				pos = 0
+	type put struct {
+		dest string
+		key  []byte
+		r    *Record
+	}
+	puts := make([]put, 0, len(entries)*len(d.dests))
+	var pos uint32
+	for i, e := range entries {
+		if i > 0 && entries[i-1].Seq == e.Seq {
+			pos++
+		} else {
+			pos = 0
+		}
+		key := changeKey(e.Seq, pos)
+		for _, dest := range d.dests {
+			if !dest.Enabled {
+				continue
 			}
-			key := changeKey(e.Seq, pos)
-			for _, dest := range d.dests {
-				if !dest.Enabled {
-					continue
-				}
-				rs, _ := d.o.Rules.RuleSet(dest.Name)
-				r := &Record{ID: e.ID, Entry: e, Queued: now, Attempts: []Attempt{}}
-				if ok, why := Decide(rs.Rules, e, devices[e.DeviceID]); ok {
-					r.State, r.NextAttempt = StatePending, &now
-					woke[dest.Name] = true
-				} else {
-					r.State, r.Reason = StateFiltered, why
-				}
-				if err := putRecord(tx, dest.Name, key, r); err != nil {
-					return err
-				}
+			rs, _ := d.o.Rules.RuleSet(dest.Name)
+			r := &Record{ID: e.ID, Entry: e, Queued: now, Attempts: []Attempt{}}
+			if ok, why := Decide(rs.Rules, e, devices[e.DeviceID]); ok {
+				r.State, r.NextAttempt = StatePending, &now
+				woke[dest.Name] = true
+			} else {
+				r.State, r.Reason = StateFiltered, why
+			}
+			puts = append(puts, put{dest.Name, key, r})
+		}
+	}
+	d.decided++
+	trim := d.decided%64 == 0
+	err = d.ledger.update(func(tx *bolt.Tx) error {
+		for _, p := range puts {
+			if err := putRecord(tx, p.dest, p.key, p.r); err != nil {
+				return err
 			}
 		}
-		if d.decided++; d.decided%64 == 0 {
+		if trim {
 			for _, dest := range d.dests {
 				if err := d.trim(tx, dest.Name); err != nil {
 					return err
@@ -432,14 +477,26 @@ func (s *sender) round(ctx context.Context) (time.Duration, error) {
 			}
 			continue
 		}
-		if err := s.single(ctx, batch[:min(len(batch), 100)]); err != nil {
-			return 0, err
-		}
-		if ctx.Err() != nil {
-			return 0, ctx.Err()
+		// Not a burst: each change on its own, sendChunk at a time, the
+		// attempts recorded after each chunk. (A push or http batch of
+		// more than DigestOver is always a burst, so the whole batch is
+		// sent before it is read again.)
+		for len(batch) > 0 {
+			n := min(len(batch), sendChunk)
+			if err := s.single(ctx, batch[:n]); err != nil {
+				return 0, err
+			}
+			if ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
+			batch = batch[n:]
 		}
 	}
 }
+
+// sendChunk is how many single messages are sent before their attempts
+// are written to the ledger.
+const sendChunk = 100
 
 // burst reports whether n more changes make more than DigestOver within
 // DigestWindow.
@@ -465,7 +522,13 @@ func (s *sender) due(now time.Time, limit int) ([]due, time.Time, error) {
 			return nil
 		}
 		c := ob.Cursor()
-		for k, _ := c.First(); k != nil && len(out) < limit; k, _ = c.Next() {
+		for k, v := c.First(); k != nil && len(out) < limit; k, v = c.Next() {
+			if at, ok := dueAt(v); ok && at > now.UnixNano() {
+				if t := time.Unix(0, at); next.IsZero() || t.Before(next) {
+					next = t
+				}
+				continue
+			}
 			var r Record
 			if err := json.Unmarshal(lb.Get(k), &r); err != nil {
 				return fmt.Errorf("record %x: %w", k, err)
@@ -608,7 +671,7 @@ func (s *sender) store(batch []due) error {
 	if len(batch) == 0 {
 		return nil
 	}
-	return s.d.o.DB.Update(func(tx *bolt.Tx) error {
+	return s.d.ledger.update(func(tx *bolt.Tx) error {
 		for i := range batch {
 			if err := putRecord(tx, s.dest.Name, batch[i].key, &batch[i].r); err != nil {
 				return err

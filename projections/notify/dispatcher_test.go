@@ -488,12 +488,19 @@ func TestDigestForPushBurst(t *testing.T) {
 	if !strings.HasPrefix(string(rcv.body[1]), "500 changes: 500 device.discovered") || dig.Header.Get("X-Title") != "jocasta: 500 changes" {
 		t.Errorf("digest: title %q body %q", dig.Header.Get("X-Title"), rcv.body[1])
 	}
-	page, err := notify.ReadLedger(db, "phone", notify.LedgerFilter{State: notify.StateSent, Limit: 1000})
-	if err != nil {
-		t.Fatal(err)
+	// The attempts are written after the request: wait for the commit.
+	var sent int
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		page, err := notify.ReadLedger(db, "phone", notify.LedgerFilter{State: notify.StateSent, Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sent = len(page.Items); sent >= 501 || time.Now().After(deadline) {
+			break
+		}
 	}
-	if len(page.Items) != 501 {
-		t.Errorf("%d sent records, want 501", len(page.Items))
+	if sent != 501 {
+		t.Errorf("%d sent records, want 501", sent)
 	}
 }
 

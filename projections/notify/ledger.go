@@ -23,7 +23,10 @@ const (
 	// (8-byte seq + 4-byte position in the event) → Record JSON.
 	BucketLedger = "notify_ledger"
 	// BucketOutbox holds one nested bucket per destination: the keys of
-	// its records still to be delivered.
+	// its records still to be delivered → when the next attempt is due
+	// (8-byte big-endian Unix nanoseconds; empty in ledgers of before:
+	// the record says), so that a round skips the records that wait
+	// without decoding them.
 	BucketOutbox = "notify_outbox"
 )
 
@@ -140,9 +143,27 @@ func putRecord(tx *bolt.Tx, destination string, key []byte, r *Record) error {
 		return err
 	}
 	if r.State == StatePending {
-		return ob.Put(key, []byte{})
+		return ob.Put(key, dueValue(r.NextAttempt))
 	}
 	return ob.Delete(key)
+}
+
+// dueValue is an outbox value: when the next attempt is due, 0 for at
+// once.
+func dueValue(at *time.Time) []byte {
+	v := make([]byte, 8)
+	if at != nil {
+		binary.BigEndian.PutUint64(v, uint64(at.UnixNano()))
+	}
+	return v
+}
+
+// dueAt reads an outbox value; ok is false for one that does not say.
+func dueAt(v []byte) (at int64, ok bool) {
+	if len(v) != 8 {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(v)), true
 }
 
 // LedgerFilter selects ledger records, newest first.

@@ -1,0 +1,119 @@
+package notify
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Group commit. The decider and every destination's sender write the
+// ledger after each batch (decisions before the first attempt, attempts
+// after they were made). One bbolt transaction each means one pair of
+// fsyncs each, one writer at a time: with three destinations that is four
+// commits per round, and the bbolt writer lock (shared with the event
+// log, store.DB()) held four times as often. The committer gathers the
+// writes that wait while a commit is under way and commits them together
+// in the next transaction: no added delay when idle, one commit per round
+// under load. A write returns only once its transaction is durable, so
+// every guarantee of the ledger is the same as with one transaction each.
+
+// maxGroup bounds the writes of one transaction.
+const maxGroup = 64
+
+// writeReq is one writer's transaction body and where its outcome goes.
+type writeReq struct {
+	fn   func(*bolt.Tx) error
+	done chan error
+}
+
+// committer commits the ledger writes of one Run.
+type committer struct {
+	db   *bolt.DB
+	reqs chan writeReq
+	// commits and writes count transactions and the writes they carried.
+	commits, writes atomic.Uint64
+}
+
+func newCommitter(db *bolt.DB) *committer {
+	return &committer{db: db, reqs: make(chan writeReq, maxGroup)}
+}
+
+// update runs fn in a transaction shared with the writes waiting beside
+// it and returns once that transaction committed (or fn's own error). fn
+// may run twice (once in a group that failed for another write, once on
+// its own): it must only write what it computed beforehand. update must
+// not be called after close.
+func (c *committer) update(fn func(*bolt.Tx) error) error {
+	req := writeReq{fn: fn, done: make(chan error, 1)}
+	c.reqs <- req
+	return <-req.done
+}
+
+// run commits until close is called and every request sent before it is
+// answered.
+func (c *committer) run() {
+	for first := range c.reqs {
+		group := []writeReq{first}
+	gather:
+		for len(group) < maxGroup {
+			select {
+			case r, ok := <-c.reqs:
+				if !ok {
+					break gather
+				}
+				group = append(group, r)
+			default:
+				break gather
+			}
+		}
+		c.commit(group)
+	}
+}
+
+// close stops run once the requests already sent are answered.
+func (c *committer) close() { close(c.reqs) }
+
+// commit writes group in one transaction. When that fails, each write is
+// tried in a transaction of its own, so that one write's error is its
+// own and the others still land.
+func (c *committer) commit(group []writeReq) {
+	c.commits.Add(1)
+	c.writes.Add(uint64(len(group)))
+	err := c.db.Update(func(tx *bolt.Tx) error {
+		for i, r := range group {
+			if err := r.fn(tx); err != nil {
+				return &groupErr{i: i, err: err}
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		for _, r := range group {
+			r.done <- nil
+		}
+		return
+	}
+	var ge *groupErr
+	if len(group) == 1 {
+		if errors.As(err, &ge) {
+			err = ge.err
+		}
+		group[0].done <- err
+		return
+	}
+	for _, r := range group {
+		c.commits.Add(1)
+		r.done <- c.db.Update(r.fn)
+	}
+}
+
+// groupErr marks the write of a group that failed.
+type groupErr struct {
+	i   int
+	err error
+}
+
+func (e *groupErr) Error() string { return fmt.Sprintf("write %d of the group: %v", e.i, e.err) }
+func (e *groupErr) Unwrap() error { return e.err }
