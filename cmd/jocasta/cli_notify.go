@@ -1,17 +1,13 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/jocasta/jocasta/events"
-	"github.com/jocasta/jocasta/events/command"
-	"github.com/jocasta/jocasta/projections"
 	"github.com/jocasta/jocasta/projections/notify"
-	"github.com/rs/zerolog"
 )
 
 // cmdNotify runs `jocasta notify list|set|test|ledger|redeliver`.
@@ -19,37 +15,6 @@ func cmdNotify(e *env, args []string) error {
 	return sub(e, "notify", args, map[string]func(*env, []string) error{
 		"list": cmdNotifyList, "set": cmdNotifySet, "test": cmdNotifyTest, "ledger": cmdNotifyLedger, "redeliver": cmdNotifyRedeliver,
 	})
-}
-
-// withNotifications opens the database (serve must not run: the control
-// socket has no notification operations; while it runs, the API does
-// the same under /api/notifications) and gives the notifications as the
-// API sees them, with the CLI as source.
-func withNotifications(e *env, cfgPath string, f func(n *notifications) error) error {
-	cfg, _, err := loadConfig(e, cfgPath)
-	if err != nil {
-		return err
-	}
-	if _, ok := dialControl(cfg.SocketPath(), dbFileAbs(cfg)); ok {
-		return userErrorf("jocasta serve runs on %s: while it does, use the API (GET/PUT /api/notifications/<name>, POST .../test, .../redeliver) or the web interface's Notifications page", cfg.DBFile())
-	}
-	c, err := openCore(e.ctx, cfg, zerolog.Nop(), openExisting)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	disp, err := c.newDispatcher(cfg, nil)
-	if err != nil {
-		return userErrorf("%v", err)
-	}
-	return f(&notifications{d: disp, rules: c.rules, cmd: c.commander(), source: "cli"})
-}
-
-func notFound(name string, err error) error {
-	if errors.Is(err, projections.ErrNotFound) {
-		return userErrorf("no destination notify.%s in the configuration (see jocasta notify list)", name)
-	}
-	return err
 }
 
 func cmdNotifyList(e *env, args []string) error {
@@ -64,8 +29,8 @@ func cmdNotifyList(e *env, args []string) error {
 	if err := wantArgs("notify list", pos, 0, ""); err != nil {
 		return err
 	}
-	return withNotifications(e, cfgPath, func(n *notifications) error {
-		views, err := n.Destinations(e.ctx)
+	return withNotifier(e, cfgPath, func(n notifier) error {
+		views, err := n.NotifyList(e.ctx)
 		if err != nil {
 			return err
 		}
@@ -137,7 +102,9 @@ func cmdNotifySet(e *env, args []string) error {
 	var cfgPath string
 	var none bool
 	fs := newFlags("notify set", &cfgPath)
+	var asJSON bool
 	fs.BoolVar(&none, "none", false, "send nothing to the destination")
+	fs.BoolVar(&asJSON, "json", false, "JSON output: the destination as notify list --json shows it")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -154,14 +121,13 @@ func cmdNotifySet(e *env, args []string) error {
 		}
 		rules = append(rules, r)
 	}
-	return withNotifications(e, cfgPath, func(n *notifications) error {
-		v, err := n.SetRules(e.ctx, actor(), name, rules)
-		var inv *command.Invalid
-		if errors.As(err, &inv) {
-			return userErrorf("%v", inv)
-		}
+	return withNotifier(e, cfgPath, func(n notifier) error {
+		v, err := n.NotifySet(e.ctx, notifySetReq{Name: name, Rules: rules, Actor: actor()})
 		if err != nil {
-			return notFound(name, err)
+			return err
+		}
+		if asJSON {
+			return printJSON(e.stdout, v)
 		}
 		fmt.Fprintf(e.stdout, "notify.%s now receives: %s\n", name, fmtRules(v.Rules))
 		return nil
@@ -170,7 +136,9 @@ func cmdNotifySet(e *env, args []string) error {
 
 func cmdNotifyTest(e *env, args []string) error {
 	var cfgPath string
+	var asJSON bool
 	fs := newFlags("notify test", &cfgPath)
+	fs.BoolVar(&asJSON, "json", false, "JSON output: the attempt (time, status, latency_ms, error)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -178,15 +146,22 @@ func cmdNotifyTest(e *env, args []string) error {
 	if err := wantArgs("notify test", pos, 1, "NAME"); err != nil {
 		return err
 	}
-	return withNotifications(e, cfgPath, func(n *notifications) error {
-		a, err := n.Test(e.ctx, pos[0])
+	return withNotifier(e, cfgPath, func(n notifier) error {
+		a, err := n.NotifyTest(e.ctx, notifyNameReq{Name: pos[0]})
 		if err != nil {
-			return notFound(pos[0], err)
+			return err
+		}
+		if asJSON {
+			if err := printJSON(e.stdout, a); err != nil {
+				return err
+			}
 		}
 		if a.Error != "" {
 			return userErrorf("notify.%s: test failed after %.0f ms: %s", pos[0], a.LatencyMS, a.Error)
 		}
-		fmt.Fprintf(e.stdout, "notify.%s: test sent, answered %d in %.0f ms\n", pos[0], a.Status, a.LatencyMS)
+		if !asJSON {
+			fmt.Fprintf(e.stdout, "notify.%s: test sent, answered %d in %.0f ms\n", pos[0], a.Status, a.LatencyMS)
+		}
 		return nil
 	})
 }
@@ -214,21 +189,20 @@ func cmdNotifyLedger(e *env, args []string) error {
 	if limit < 1 || limit > 1000 {
 		return usagef("--limit %d: want 1 to 1000", limit)
 	}
-	return withNotifications(e, cfgPath, func(n *notifications) error {
-		page, err := n.Ledger(e.ctx, pos[0], notify.LedgerFilter{State: state, Limit: limit})
+	return withNotifier(e, cfgPath, func(n notifier) error {
+		items, err := n.NotifyLedger(e.ctx, notifyLedgerReq{Name: pos[0], State: state, Limit: limit})
 		if err != nil {
-			return notFound(pos[0], err)
+			return err
 		}
 		if asJSON {
-			return printJSON(e.stdout, page.Items)
+			return printJSON(e.stdout, items)
 		}
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tTIME\tKIND\tSTATE\tATTEMPTS\tLAST")
-		for _, r := range page.Items {
+		for _, r := range items {
 			last := r.Reason
 			if k := len(r.Attempts); k > 0 {
-				a := r.Attempts[k-1]
-				last = fmt.Sprintf("%d %.0fms %s", a.Status, a.LatencyMS, a.Error)
+				last = fmtAttempt(r.Attempts[k-1])
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.ID, r.Entry.Time.UTC().Format("2006-01-02T15:04:05Z"), r.Entry.Kind, r.State, len(r.Attempts), strings.TrimSpace(last))
 		}
@@ -240,7 +214,9 @@ func cmdNotifyRedeliver(e *env, args []string) error {
 	var cfgPath string
 	var all bool
 	fs := newFlags("notify redeliver", &cfgPath)
+	var asJSON bool
 	fs.BoolVar(&all, "all", false, "every dead record of the destination")
+	fs.BoolVar(&asJSON, "json", false, "JSON output: destination, queued, live")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -252,20 +228,19 @@ func cmdNotifyRedeliver(e *env, args []string) error {
 	if len(pos) == 2 {
 		id = pos[1]
 	}
-	return withNotifications(e, cfgPath, func(n *notifications) error {
-		k, err := n.Redeliver(e.ctx, pos[0], id)
-		switch {
-		case errors.Is(err, notify.ErrNotDead):
-			return userErrorf("record %s of notify.%s is not dead: only dead records are re-delivered", id, pos[0])
-		case errors.Is(err, projections.ErrNotFound) && id != "":
-			if _, derr := n.dest(pos[0]); derr == nil {
-				return userErrorf("notify.%s has no ledger record %s (see jocasta notify ledger %s --state dead)", pos[0], id, pos[0])
-			}
-			return notFound(pos[0], err)
-		case err != nil:
-			return notFound(pos[0], err)
+	return withNotifier(e, cfgPath, func(n notifier) error {
+		r, err := n.NotifyRedeliver(e.ctx, notifyRedeliverReq{Name: pos[0], ID: id})
+		if err != nil {
+			return err
 		}
-		fmt.Fprintf(e.stdout, "notify.%s: %d record(s) queued; serve delivers them when it runs\n", pos[0], k)
+		if asJSON {
+			return printJSON(e.stdout, r)
+		}
+		when := "serve delivers them when it runs"
+		if r.Live {
+			when = "serve delivers them now"
+		}
+		fmt.Fprintf(e.stdout, "notify.%s: %d record(s) queued; %s\n", pos[0], r.Queued, when)
 		return nil
 	})
 }

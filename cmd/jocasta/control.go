@@ -102,6 +102,12 @@ func listenControl(path, dbFile string, a admin, log zerolog.Logger) (*controlSe
 	handle("log/tail", streaming(streams, a.LogTail))
 	mux.HandleFunc("POST /v1/backup", backupHandler(a, dbFile, log))
 	handle("log/stats", nullary(logStatsOp(a)))
+	ns := notifyServe{a} // notify_admin.go
+	handle("notify/list", nullary(ns.NotifyList))
+	handle("notify/set", unary(ns.NotifySet))
+	handle("notify/test", unary(ns.NotifyTest))
+	handle("notify/ledger", unary(ns.NotifyLedger))
+	handle("notify/redeliver", unary(ns.NotifyRedeliver))
 	cs := &controlServer{path: path, ln: ln, endStreams: endStreams, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			return context.WithValue(ctx, peerKey{}, peerActor(c))
