@@ -16,6 +16,7 @@ import (
 	"github.com/jocasta/jocasta/events"
 	"github.com/jocasta/jocasta/events/command"
 	"github.com/jocasta/jocasta/httpapi"
+	"github.com/jocasta/jocasta/httpapi/mcp"
 	"github.com/jocasta/jocasta/projections"
 	"github.com/jocasta/jocasta/projections/access"
 	dnsproj "github.com/jocasta/jocasta/projections/dns"
@@ -162,6 +163,8 @@ type core struct {
 	rules *notify.Rules
 	notes httpapi.Notifications
 	mcp   http.Handler
+	// mcpEnd ends the MCP sessions when serve stops (nil: MCP off).
+	mcpEnd *mcp.Endpoint
 	// metrics are serve's /metrics (nil for a command alone).
 	metrics *serviceMetrics
 }

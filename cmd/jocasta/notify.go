@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net/http"
 	"slices"
 	"time"
 
@@ -125,13 +124,15 @@ func (c *core) startNotifications(cfg *config.Config, log zerolog.Logger) (*noti
 	}
 	c.notes = &notifications{d: disp, rules: c.rules, cmd: c.commander(), source: "api"}
 	if cfg.Server.MCP.Enabled {
-		c.mcp = c.mcpHandler(cfg, log)
+		if e := c.mcpHandler(cfg, log); e != nil {
+			c.mcp, c.mcpEnd = e, e
+		}
 	}
 	return disp, nil
 }
 
 // mcpHandler is the MCP endpoint over the core's inventory and write side.
-func (c *core) mcpHandler(cfg *config.Config, log zerolog.Logger) http.Handler {
+func (c *core) mcpHandler(cfg *config.Config, log zerolog.Logger) *mcp.Endpoint {
 	md := mcp.Deps{Inventory: c.inv, Scans: c.scans, Commander: c.commanderFor("mcp"), Version: version, Log: slogFor(log).With("component", "mcp")}
 	// The traffic and DNS tools are offered only when something records
 	// traffic or lookups, as the API's endpoints answer only then.
@@ -141,7 +142,7 @@ func (c *core) mcpHandler(cfg *config.Config, log zerolog.Logger) http.Handler {
 	if d := dnsAPI(cfg, c.dns); d != nil {
 		md.DNS = d
 	}
-	h, err := mcp.Handler(md)
+	h, err := mcp.NewEndpoint(md)
 	if err != nil { // only for missing dependencies, which core always has
 		log.Error().Err(err).Msg("MCP endpoint unavailable")
 		return nil

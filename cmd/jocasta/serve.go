@@ -176,6 +176,9 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 		return err
 	}
 	httpSrv, capped := httpapi.NewServer(ctx, api, ln, httpapi.ServerLimits{}, log.With().Str("component", "http").Logger())
+	if c.mcpEnd != nil {
+		httpSrv.RegisterOnShutdown(c.mcpEnd.Close) // no MCP session outlives serve
+	}
 
 	work, stopWork := context.WithCancel(ctx)
 	defer stopWork()

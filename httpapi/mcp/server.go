@@ -35,6 +35,32 @@ type Deps struct {
 // Handler returns the Streamable HTTP handler of the MCP server. Mount it
 // behind httpapi's token authentication (httpapi.Config.MCP).
 func Handler(d Deps) (http.Handler, error) {
+	e, err := NewEndpoint(d)
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Endpoint is the MCP server's HTTP handler with a way to end its
+// sessions. Clients that never end theirs (the inspector's CLI sends no
+// DELETE) would keep them for the idle timeout; serve closes them all as
+// it stops, so that no session outlives the service and no open stream
+// holds its shutdown.
+type Endpoint struct {
+	http.Handler
+	srv *sdk.Server
+}
+
+// Close ends every open session.
+func (e *Endpoint) Close() {
+	for ss := range e.srv.Sessions() {
+		_ = ss.Close()
+	}
+}
+
+// NewEndpoint is Handler, with Close.
+func NewEndpoint(d Deps) (*Endpoint, error) {
 	if d.Inventory == nil || d.Commander == nil {
 		return nil, errors.New("mcp: Inventory and Commander are required")
 	}
@@ -68,7 +94,7 @@ func Handler(d Deps) (http.Handler, error) {
 			Expiration: time.Now().Add(24 * time.Hour),
 			Extra:      map[string]any{"actor": httpapi.TokenActor(p)}}, nil
 	}
-	return auth.RequireBearerToken(verify, nil)(h), nil
+	return &Endpoint{Handler: auth.RequireBearerToken(verify, nil)(h), srv: s}, nil
 }
 
 type tools struct{ d Deps }
