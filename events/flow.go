@@ -30,7 +30,9 @@ type TrafficRecorded struct {
 	LostFlows uint64            `json:"lost_flows"`
 	Drops     map[string]uint64 `json:"drops,omitempty"`
 	Exporters []TrafficExporter `json:"exporters"`
-	Rows      []TrafficRow      `json:"rows"`
+	// Rows are written packed (v2, see [TrafficRows]); v1's array of
+	// objects is still read.
+	Rows TrafficRows `json:"rows"`
 }
 
 // TrafficExporter is one exporter's state in a window.
@@ -46,7 +48,8 @@ type TrafficExporter struct {
 }
 
 // TrafficRow is the total of one window's flows from S to D with one
-// protocol and service port; short keys keep the event compact.
+// protocol and service port. v1 wrote each as a JSON object with short
+// keys; v2 packs them all (see [TrafficRows]).
 type TrafficRow struct {
 	Src     string `json:"s"`
 	Dst     string `json:"d"`

@@ -1,6 +1,8 @@
 package events
 
 import (
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -12,22 +14,95 @@ func TestTrafficRecordedRoundTrip(t *testing.T) {
 		ScanID: "flowlistener:gw@1", Started: at.Add(-time.Minute), Finished: at, Complete: true, Listen: "[::]:2055",
 		Datagrams: 3, Flows: 5, LostFlows: 1, Drops: map[string]uint64{"no_template": 1},
 		Exporters: []TrafficExporter{{Addr: "192.0.2.1", Versions: []int{9}, Domains: 1, Templates: 2, Datagrams: 3, Flows: 5, Sampling: 1}},
-		Rows:      []TrafficRow{{Src: "192.0.2.10", Dst: "198.51.100.7", Proto: 6, Port: 443, Bytes: 1500, Packets: 10, Flows: 2}},
+		Rows: []TrafficRow{
+			{Src: "192.0.2.10", Dst: "198.51.100.7", Proto: 6, Port: 443, Bytes: 1500, Packets: 10, Flows: 2},
+			{Src: "2001:db8::1", Dst: "::ffff:198.51.100.7", Proto: 58, Bytes: 1 << 40, Packets: 1, Flows: 1},
+		},
 	}
 	e, err := New(KindTrafficRecorded, in, at)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Rows are compact: short keys, no per-flow data.
-	if !strings.Contains(string(e.Payload), `{"s":"192.0.2.10","d":"198.51.100.7","p":6,"port":443,"b":1500,"n":10,"f":2}`) {
-		t.Fatalf("row not compact: %s", e.Payload)
+	if e.V != 2 {
+		t.Fatalf("written as v%d", e.V)
+	}
+	// Rows are packed: one string, no per-row keys (the IPv4 row is 16
+	// bytes, the IPv6 one 43: 59, 80 in base64).
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(e.Payload, &raw); err != nil {
+		t.Fatal(err)
+	}
+	if r := string(raw["rows"]); !strings.HasPrefix(r, `"`) || len(r) != 2+80 {
+		t.Fatalf("rows not packed: %s", r)
 	}
 	got, err := Decode(e)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := got.(*TrafficRecorded)
-	if out.Rows[0] != in.Rows[0] || out.Exporters[0].Addr != "192.0.2.1" || out.Drops["no_template"] != 1 || !out.Finished.Equal(at) {
+	if !reflect.DeepEqual(out.Rows, in.Rows) || out.Exporters[0].Addr != "192.0.2.1" || out.Drops["no_template"] != 1 || !out.Finished.Equal(at) {
 		t.Fatalf("round trip: %+v", out)
+	}
+}
+
+// TestTrafficRecordedV1: a v1 event (rows as an array of objects) in an
+// old log still decodes, through the upcast, to the same rows, and
+// EachTrafficRow reads both forms alike.
+func TestTrafficRecordedV1(t *testing.T) {
+	v1 := `{"scan_id":"flowlistener:gw@1","started":"2026-03-01T10:00:00Z","finished":"2026-03-01T10:01:00Z","complete":true,"listen":"[::]:2055","datagrams":3,"flows":5,"lost_flows":0,"exporters":[],` +
+		`"rows":[{"s":"192.0.2.10","d":"198.51.100.7","p":6,"port":443,"b":1500,"n":10,"f":2},{"s":"2001:db8::1","d":"1.1.1.1","p":1,"b":64,"n":1,"f":1}]}`
+	old := Envelope{Seq: 7, Kind: KindTrafficRecorded, V: 1, Payload: json.RawMessage(v1)}
+	got, err := Decode(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := got.(*TrafficRecorded).Rows
+	want := TrafficRows{
+		{Src: "192.0.2.10", Dst: "198.51.100.7", Proto: 6, Port: 443, Bytes: 1500, Packets: 10, Flows: 2},
+		{Src: "2001:db8::1", Dst: "1.1.1.1", Proto: 1, Bytes: 64, Packets: 1, Flows: 1},
+	}
+	if !reflect.DeepEqual(rows, want) {
+		t.Fatalf("v1 rows %+v", rows)
+	}
+	// The same window written now (v2) walks to the same rows.
+	now, err := New(KindTrafficRecorded, TrafficRecorded{Rows: want}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	walk := func(payload []byte) []TrafficRowAddrs {
+		var out []TrafficRowAddrs
+		if err := EachTrafficRow(payload, func(r *TrafficRowAddrs) error { out = append(out, *r); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	p1, err := Default.Upcast(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := walk(p1), walk(now.Payload); len(a) != 2 || !reflect.DeepEqual(a, b) {
+		t.Fatalf("v1 walk %+v, v2 walk %+v", a, b)
+	}
+}
+
+func TestTrafficRowsMalformed(t *testing.T) {
+	for _, tc := range []struct{ name, rows string }{
+		{"not base64", `"!!"`},
+		{"cut short", `"AMAAAgrGM2QHBrsD3As="`},
+		{"bad flags", `"/w=="`},
+		{"port out of range", `"AMAAAgrGM2QHBoCABA=="`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rs TrafficRows
+			if err := json.Unmarshal([]byte(tc.rows), &rs); err == nil {
+				t.Fatalf("accepted: %+v", rs)
+			}
+			if err := EachTrafficRow([]byte(`{"rows":`+tc.rows+`}`), func(*TrafficRowAddrs) error { return nil }); err == nil {
+				t.Fatal("walk accepted it")
+			}
+		})
+	}
+	if _, err := (TrafficRows{{Src: "x", Dst: "1.1.1.1"}}).MarshalJSON(); err == nil {
+		t.Fatal("a row with a bad address was written")
 	}
 }

@@ -21,7 +21,8 @@ func Kinds() []KindSpec {
 		{Kind: KindSessionStarted, Version: 1, Payload: SessionStarted{}, Summary: "a user signed in to the web interface (the cookie secret's SHA-256 only)"},
 		{Kind: KindSessionEnded, Version: 1, Payload: SessionEnded{}, Summary: "a web session was signed out or ended as idle"},
 		{Kind: KindNotifyRulesSet, Version: 1, Payload: NotifyRulesSet{}, Summary: "a user set which changes a notification destination receives"},
-		{Kind: KindTrafficRecorded, Version: 1, Payload: TrafficRecorded{}, Summary: "one flush window of a flow listener: aggregated flow rows and the listener's state"},
+		{Kind: KindTrafficRecorded, Version: 2, Payload: TrafficRecorded{}, Summary: "one flush window of a flow listener: aggregated flow rows and the listener's state (v2: rows packed)",
+			Upcasters: []Upcaster{{From: 1, Up: sameShape}}}, // v1's array of rows is still read (TrafficRows)
 		{Kind: KindDNSRead, Version: 1, Payload: DNSRead{}, Summary: "one read of a DNS server's query log: hourly lookup rows per client and domain, and the new cursor"},
 	}
 }

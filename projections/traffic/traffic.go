@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -26,7 +27,9 @@ import (
 const Name = "traffic"
 
 // Version of the rows and rules; raising it rebuilds from the log.
-const Version = 1
+// 2: rows past TopPeers peers per address and hour are folded by
+// country; smaller values.
+const Version = 2
 
 // Buckets.
 const (
@@ -39,13 +42,49 @@ var (
 	bSources = []byte(BucketSources)
 )
 
-// Row keys: hour (8, unix seconds) | local (16) | peer (16) | direction
-// (1: 0 out, 1 in) | protocol (1) | port (2). Values: bytes, packets,
-// flows (8 each) | peer country (2 bytes, zero when none).
+// Row keys: hour (8, unix seconds) | minute (1) | local (16) | kind (1) |
+// peer (16) | direction (1: 0 out, 1 in) | protocol (1) | port (2).
+// Minute is the minute of the hour in which the row first appeared (of
+// its window's end): a window's new rows all go to its own minute, after
+// the rows of earlier minutes, so writing them appends to the hour
+// instead of touching every page of it (a window's write transaction
+// holds every page it touches in memory until the commit: with rows by
+// local address only, that was every row of the hour so far, 500,000
+// rows by the bench's third window). Kind kindPeer is a peer's row;
+// kindOther is the fold of the peers past TopPeers, one row per country
+// and direction: its peer field is zero but for the country's two
+// letters in its last two bytes (zero: no country), and protocol and port
+// are zero. Values: peer country (2 bytes, zero when none) | bytes,
+// packets, flows (uvarint each).
 const (
-	keyLen = 8 + 16 + 16 + 1 + 1 + 2
-	valLen = 8 + 8 + 8 + 2
+	offMinute = 8
+	offLocal  = 9
+	offKind   = 25
+	offPeer   = 26
+	offDir    = 42
+	offProto  = 43
+	offPort   = 44
+	keyLen    = 46
+	maxValLen = 2 + 3*binary.MaxVarintLen64
 )
+
+// Row kinds.
+const (
+	kindPeer  = 0
+	kindOther = 1
+)
+
+// TopPeers is how many peers of one local address in one hour keep
+// their own rows. The rows of any further peer of that hour are folded
+// into one row per (country, direction) of the address (by=peer shows
+// them as "other:<country>"), so an address that talks to every host of
+// the Internet costs at most TopPeers rows and a few folded ones an hour,
+// and every total (per device, hour, country, direction) stays exact.
+// Peers keep their rows in the order they first appear in the hour, the
+// busiest first within a window; a peer that got a row keeps every flow
+// of the hour in it, a folded one never gets one later in that hour.
+// Changing it is a Version change.
+const TopPeers = 100
 
 // Addresses is what the projection reads of the inventory: which device
 // held an address when (projections/inventory's Holdings).
@@ -152,14 +191,20 @@ func (p *Projection) Load(tx *bolt.Tx) error {
 func (p *Projection) Apply(tx *bolt.Tx, ev events.Envelope) error {
 	switch ev.Kind {
 	case events.KindTrafficRecorded:
-		var w events.TrafficRecorded
-		if err := p.reg.DecodeInto(ev, &w); err != nil {
+		// The rows are read straight from the payload, a side at a time
+		// (events.EachTrafficRow), never decoded into a []TrafficRow.
+		payload, err := p.reg.Upcast(ev)
+		if err != nil {
 			return fmt.Errorf("traffic: %w", err)
+		}
+		var w windowHead
+		if err := json.Unmarshal(payload, &w); err != nil {
+			return fmt.Errorf("traffic: seq %d: decode %s: %w", ev.Seq, ev.Kind, err)
 		}
 		if err := p.source(tx, ev.Source, &w); err != nil {
 			return err
 		}
-		return p.rows(tx, ev.Time, &w)
+		return p.rows(tx, ev.Time, payload)
 	case events.KindRetentionPurged:
 		var r events.RetentionPurged
 		if err := p.reg.DecodeInto(ev, &r); err != nil {
@@ -172,8 +217,17 @@ func (p *Projection) Apply(tx *bolt.Tx, ev events.Envelope) error {
 	return nil
 }
 
+// windowHead is what the projection reads of traffic.recorded besides
+// its rows.
+type windowHead struct {
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	First    bool      `json:"first"`
+	Final    bool      `json:"final"`
+}
+
 // source records the listener's window for gap detection.
-func (p *Projection) source(tx *bolt.Tx, src string, w *events.TrafficRecorded) error {
+func (p *Projection) source(tx *bolt.Tx, src string, w *windowHead) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r := p.sources[src]
@@ -217,79 +271,353 @@ func getAddr(b []byte) netip.Addr { return netip.AddrFrom16([16]byte(b)).Unmap()
 
 type val struct{ bytes, packets, flows uint64 }
 
-func (p *Projection) rows(tx *bolt.Tx, at time.Time, w *events.TrafficRecorded) error {
+func (v *val) addVal(o val) {
+	v.bytes += o.bytes
+	v.packets += o.packets
+	v.flows += o.flows
+}
+
+// side is one side of a row: its key (hour set) and totals.
+type side struct {
+	key [keyLen]byte
+	v   val
+}
+
+// rows adds a window's rows to the hour of at: first every row from its
+// source's side (direction out), then from its destination's (in). The
+// listener writes rows sorted by source, so the out sides arrive grouped
+// by local address and in key order and are written a group at a time;
+// the in sides are collected and sorted first. Writes go in key order:
+// bbolt splits pages at commit, and puts in random order inside one
+// transaction cost about the square of their number (a window of 100,000
+// rows took 23 s), in order far less.
+func (p *Projection) rows(tx *bolt.Tx, at time.Time, payload []byte) error {
 	hour := at.UTC().Truncate(time.Hour)
-	bk := tx.Bucket(bHours)
-	// Both sides of every row, summed by key, then written in key order:
-	// bbolt splits pages at commit, and puts in random order inside one
-	// transaction cost about the square of their number (a window of
-	// 100,000 rows took 23 s), in order far less.
-	type add struct {
-		key                 [keyLen]byte
-		octets, pkts, flows uint64
-	}
-	adds := make([]add, 0, 2*len(w.Rows))
+	w := &writer{p: p, bk: tx.Bucket(bHours)}
+	w.cur = w.bk.Cursor()
 	var k [keyLen]byte
 	binary.BigEndian.PutUint64(k[:8], uint64(hour.Unix()))
-	for _, r := range w.Rows {
-		src, err1 := netip.ParseAddr(r.Src)
-		dst, err2 := netip.ParseAddr(r.Dst)
-		if err1 != nil || err2 != nil {
-			continue // not written by this build's ingest
+	k[offMinute] = byte(at.UTC().Sub(hour) / time.Minute)
+	w.minutes = minutesOf(w.cur, k[:8], k[offMinute])
+	sideOf := func(r *events.TrafficRowAddrs, dir byte) side {
+		local, peer := r.Src, r.Dst
+		if dir == 1 {
+			local, peer = r.Dst, r.Src
 		}
-		for dir := byte(0); dir < 2; dir++ {
-			local, peer := src, dst
-			if dir == 1 {
-				local, peer = dst, src
-			}
-			putAddr(k[8:24], local)
-			putAddr(k[24:40], peer)
-			k[40], k[41] = dir, r.Proto
-			binary.BigEndian.PutUint16(k[42:], r.Port)
-			adds = append(adds, add{key: k, octets: r.Bytes, pkts: r.Packets, flows: r.Flows})
-		}
+		putAddr(k[offLocal:offKind], local)
+		k[offKind] = kindPeer
+		putAddr(k[offPeer:offDir], peer)
+		k[offDir], k[offProto] = dir, r.Proto
+		binary.BigEndian.PutUint16(k[offPort:], r.Port)
+		return side{key: k, v: val{r.Bytes, r.Packets, r.Flows}}
 	}
-	slices.SortFunc(adds, func(a, b add) int { return bytes.Compare(a.key[:], b.key[:]) })
-	var v [valLen]byte
-	for i := 0; i < len(adds); {
-		a := adds[i]
-		for i++; i < len(adds) && adds[i].key == a.key; i++ {
-			a.octets += adds[i].octets
-			a.pkts += adds[i].pkts
-			a.flows += adds[i].flows
+	// Out sides, a local address at a time, when the rows are sorted by
+	// source (the listener's order); else collected and sorted like the in
+	// sides.
+	sorted, prev, n := true, netip.Addr{}, 0
+	err := events.EachTrafficRow(payload, func(r *events.TrafficRowAddrs) error {
+		if sorted && r.Src.Unmap().Less(prev) {
+			sorted = false
 		}
-		var old val
-		var country [2]byte
-		if cur := bk.Get(a.key[:]); len(cur) == valLen {
-			old = decodeVal(cur)
-			copy(country[:], cur[24:26])
-		} else {
-			copy(country[:], p.opts.Countries.Country(getAddr(a.key[24:40])))
+		prev = r.Src.Unmap()
+		n++
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("traffic: %w", err)
+	}
+	w.sides = make([]side, 0, n)
+	if !sorted {
+		return p.collected(w, payload, sideOf, 0, 1)
+	}
+	var group []side
+	err = events.EachTrafficRow(payload, func(r *events.TrafficRowAddrs) error {
+		s := sideOf(r, 0)
+		if len(group) > 0 && [16]byte(group[0].key[offLocal:offKind]) != [16]byte(s.key[offLocal:offKind]) {
+			if err := w.group(group); err != nil {
+				return err
+			}
+			group = group[:0]
 		}
-		binary.BigEndian.PutUint64(v[0:], old.bytes+a.octets)
-		binary.BigEndian.PutUint64(v[8:], old.packets+a.pkts)
-		binary.BigEndian.PutUint64(v[16:], old.flows+a.flows)
-		copy(v[24:], country[:])
-		// bbolt keeps the key and value until the commit: fresh copies.
-		kv := make([]byte, keyLen+valLen)
-		copy(kv, a.key[:])
-		copy(kv[keyLen:], v[:])
-		if err := bk.Put(kv[:keyLen:keyLen], kv[keyLen:]); err != nil {
-			return fmt.Errorf("traffic: put row: %w", err)
+		group = append(group, s)
+		return nil
+	})
+	if err == nil && len(group) > 0 {
+		err = w.group(group)
+	}
+	if err != nil {
+		return fmt.Errorf("traffic: %w", err)
+	}
+	return p.collected(w, payload, sideOf, 1)
+}
+
+// collected writes the sides of directions dirs of every row: collected,
+// sorted, then a group per local address.
+func (p *Projection) collected(w *writer, payload []byte, sideOf func(*events.TrafficRowAddrs, byte) side, dirs ...byte) error {
+	for _, dir := range dirs {
+		if err := p.collectedDir(w, payload, sideOf, dir); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-func decodeVal(b []byte) val {
-	return val{binary.BigEndian.Uint64(b), binary.BigEndian.Uint64(b[8:]), binary.BigEndian.Uint64(b[16:])}
+func (p *Projection) collectedDir(w *writer, payload []byte, sideOf func(*events.TrafficRowAddrs, byte) side, dir byte) error {
+	in := w.sides[:0]
+	err := events.EachTrafficRow(payload, func(r *events.TrafficRowAddrs) error {
+		in = append(in, sideOf(r, dir))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("traffic: %w", err)
+	}
+	slices.SortFunc(in, func(a, b side) int { return bytes.Compare(a.key[:], b.key[:]) })
+	for lo := 0; lo < len(in); {
+		hi := lo + 1
+		for hi < len(in) && [16]byte(in[hi].key[offLocal:offKind]) == [16]byte(in[lo].key[offLocal:offKind]) {
+			hi++
+		}
+		if err := w.group(in[lo:hi]); err != nil {
+			return fmt.Errorf("traffic: %w", err)
+		}
+		lo = hi
+	}
+	return nil
 }
 
-func countryOf(b []byte) string {
-	if len(b) < valLen || b[24] == 0 {
+// writer writes groups of sides into the hours bucket. Keys and values
+// are carved out of large slabs: bbolt keeps them until the commit, and
+// one allocation per row costs the collector more than the bytes.
+type writer struct {
+	p    *Projection
+	bk   *bolt.Bucket
+	slab []byte
+	// cur finds the rows to add to: one cursor, repositioned for every
+	// address (Bucket.Get allocates a cursor per call).
+	cur *bolt.Cursor
+	// minutes of the hour that hold rows, the window's own among them.
+	minutes []byte
+	// sides holds one direction's sides when they must be sorted first.
+	sides []side
+
+	// scratch, reused from group to group
+	kept  [][16]byte
+	fresh []peerSum
+	out   []side
+	exist []existing
+	puts  []existing
+}
+
+type peerSum struct {
+	peer  [16]byte
+	bytes uint64
+	keep  bool
+}
+
+const slabSize = 256 << 10
+
+func (w *writer) alloc(n int) []byte {
+	if len(w.slab) < n {
+		w.slab = make([]byte, slabSize)
+	}
+	b := w.slab[:n:n]
+	w.slab = w.slab[n:]
+	return b
+}
+
+// minutesOf lists the minutes of the hour (8-byte prefix) that hold rows,
+// with cur (the window's own) among them, in order.
+func minutesOf(c *bolt.Cursor, hour []byte, cur byte) []byte {
+	out := presentMinutes(c, hour, nil)
+	if _, ok := slices.BinarySearch(out, cur); !ok {
+		out = append(out, cur)
+		slices.Sort(out)
+	}
+	return out
+}
+
+// presentMinutes appends the minutes of the hour (8-byte prefix) that
+// hold rows to out, in order: a seek per minute that has any.
+func presentMinutes(c *bolt.Cursor, hour []byte, out []byte) []byte {
+	var seek [offMinute + 1]byte
+	copy(seek[:], hour)
+	for m := 0; m < 256; {
+		seek[offMinute] = byte(m)
+		k, _ := c.Seek(seek[:])
+		if k == nil || len(k) <= offMinute || !bytes.Equal(k[:offMinute], hour) {
+			break
+		}
+		out = append(out, k[offMinute])
+		m = int(k[offMinute]) + 1
+	}
+	return out
+}
+
+// existing is a stored row of the group's address.
+type existing struct {
+	key     [keyLen]byte
+	v       val
+	country [2]byte
+}
+
+// ident compares rows by what names them within an address and hour:
+// kind, peer, direction, protocol and port (not the minute).
+func ident(a, b *[keyLen]byte) int { return bytes.Compare(a[offKind:], b[offKind:]) }
+
+// group adds the sides of one local address (one hour, all keyed with
+// the window's minute) to the bucket: the sides of peers that have, or
+// get, their own rows (TopPeers), then the rest folded by country and
+// direction. A row the address already has, in whatever minute, is
+// added to; a new one goes to the window's minute.
+func (w *writer) group(g []side) error {
+	if !slices.IsSortedFunc(g, func(a, b side) int { return bytes.Compare(a.key[:], b.key[:]) }) {
+		slices.SortFunc(g, func(a, b side) int { return bytes.Compare(a.key[:], b.key[:]) })
+	}
+	// The rows this address already has in this hour, and their peers.
+	var prefix [offKind]byte
+	copy(prefix[:], g[0].key[:offKind])
+	w.exist, w.kept = w.exist[:0], w.kept[:0]
+	for _, m := range w.minutes {
+		prefix[offMinute] = m
+		for k, v := w.cur.Seek(prefix[:]); k != nil && bytes.HasPrefix(k, prefix[:]); k, v = w.cur.Next() {
+			if len(k) != keyLen || len(v) < 2 {
+				return errBadRow
+			}
+			old, err := decodeVal(v)
+			if err != nil {
+				return err
+			}
+			w.exist = append(w.exist, existing{key: [keyLen]byte(k), v: old, country: [2]byte(v[:2])})
+			if k[offKind] == kindPeer {
+				w.kept = append(w.kept, [16]byte(k[offPeer:offDir]))
+			}
+		}
+	}
+	slices.SortFunc(w.exist, func(a, b existing) int { return ident(&a.key, &b.key) })
+	slices.SortFunc(w.kept, func(a, b [16]byte) int { return bytes.Compare(a[:], b[:]) })
+	w.kept = slices.Compact(w.kept)
+	// The new peers, and which of them get rows: all if there is room,
+	// else the busiest of this window.
+	w.fresh = w.fresh[:0]
+	for i := range g {
+		peer := [16]byte(g[i].key[offPeer:offDir])
+		if _, ok := slices.BinarySearchFunc(w.kept, peer, func(a, b [16]byte) int { return bytes.Compare(a[:], b[:]) }); ok {
+			continue
+		}
+		if n := len(w.fresh); n > 0 && w.fresh[n-1].peer == peer {
+			w.fresh[n-1].bytes += g[i].v.bytes
+			continue
+		}
+		w.fresh = append(w.fresh, peerSum{peer: peer, bytes: g[i].v.bytes})
+	}
+	room := max(0, TopPeers-len(w.kept))
+	if len(w.fresh) <= room {
+		for i := range w.fresh {
+			w.fresh[i].keep = true
+		}
+	} else if room > 0 {
+		order := make([]int, len(w.fresh))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, func(a, b int) int {
+			if c := cmp.Compare(w.fresh[b].bytes, w.fresh[a].bytes); c != 0 {
+				return c
+			}
+			return bytes.Compare(w.fresh[a].peer[:], w.fresh[b].peer[:])
+		})
+		for _, i := range order[:room] {
+			w.fresh[i].keep = true
+		}
+	}
+	// Every side under the identity it is stored by: its own, or its
+	// (country, direction) fold.
+	w.out = w.out[:0]
+	fi := 0
+	for i := range g {
+		s := g[i]
+		peer := [16]byte(s.key[offPeer:offDir])
+		for fi < len(w.fresh) && bytes.Compare(w.fresh[fi].peer[:], peer[:]) < 0 {
+			fi++
+		}
+		if fi < len(w.fresh) && w.fresh[fi].peer == peer && !w.fresh[fi].keep {
+			var o side
+			copy(o.key[:offKind], s.key[:offKind])
+			o.key[offKind] = kindOther
+			copy(o.key[offPeer+14:offDir], w.p.opts.Countries.Country(getAddr(peer[:])))
+			o.key[offDir] = s.key[offDir]
+			o.v = s.v
+			s = o
+		}
+		w.out = append(w.out, s)
+	}
+	slices.SortFunc(w.out, func(a, b side) int { return bytes.Compare(a.key[:], b.key[:]) })
+	// Summed by identity, added to the row it already has (in its
+	// minute), then written in key order.
+	w.puts = w.puts[:0]
+	for i := 0; i < len(w.out); {
+		s := w.out[i]
+		for i++; i < len(w.out) && w.out[i].key == s.key; i++ {
+			s.v.addVal(w.out[i].v)
+		}
+		e := existing{key: s.key, v: s.v}
+		if j, ok := slices.BinarySearchFunc(w.exist, &s.key, func(x existing, k *[keyLen]byte) int { return ident(&x.key, k) }); ok {
+			e.key, e.country = w.exist[j].key, w.exist[j].country
+			e.v.addVal(w.exist[j].v)
+		} else if s.key[offKind] == kindPeer {
+			copy(e.country[:], w.p.opts.Countries.Country(getAddr(s.key[offPeer:offDir])))
+		} else {
+			copy(e.country[:], s.key[offDir-2:offDir])
+		}
+		w.puts = append(w.puts, e)
+	}
+	slices.SortFunc(w.puts, func(a, b existing) int { return bytes.Compare(a.key[:], b.key[:]) })
+	for i := range w.puts {
+		if err := w.put(&w.puts[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// put writes a row.
+func (w *writer) put(e *existing) error {
+	kv := w.alloc(keyLen + maxValLen)
+	copy(kv, e.key[:])
+	v := append(kv[keyLen:keyLen:len(kv)], e.country[:]...)
+	v = binary.AppendUvarint(v, e.v.bytes)
+	v = binary.AppendUvarint(v, e.v.packets)
+	v = binary.AppendUvarint(v, e.v.flows)
+	if err := w.bk.Put(kv[:keyLen:keyLen], v); err != nil {
+		return fmt.Errorf("put row: %w", err)
+	}
+	return nil
+}
+
+// errBadRow is returned for a stored value this build cannot read.
+var errBadRow = errors.New("traffic: malformed row value")
+
+func decodeVal(b []byte) (val, error) {
+	var v val
+	if len(b) < 2 {
+		return v, errBadRow
+	}
+	b = b[2:]
+	for _, dst := range []*uint64{&v.bytes, &v.packets, &v.flows} {
+		n, k := binary.Uvarint(b)
+		if k <= 0 {
+			return v, errBadRow
+		}
+		*dst, b = n, b[k:]
+	}
+	return v, nil
+}
+
+func countryOf(v []byte) string {
+	if len(v) < 2 || v[0] == 0 {
 		return ""
 	}
-	return string(b[24:26])
+	return string(v[:2])
 }
 
 // purge deletes every hour before cutoff.
@@ -314,6 +642,11 @@ func (p *Projection) index() *inventory.HoldingIndex {
 	}
 	return p.idx
 }
+
+// OtherPrefix starts the key of a by=peer item that is the fold of a
+// device's peers past TopPeers in an hour, followed by their country
+// ("other:DE"; "other:" for peers with none). Such items have no Peer.
+const OtherPrefix = "other:"
 
 // Limits of lists.
 const (
@@ -364,46 +697,69 @@ func (p *Projection) DeviceTraffic(ctx context.Context, id string, f Filter) (pr
 	from, until := f.Since.UTC().Truncate(time.Hour), f.Until.UTC()
 	err = p.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bHours).Cursor()
-		var prefix [24]byte
+		var prefix [offKind]byte
+		var minutes []byte
 		for hour := from; hour.Before(until); hour = hour.Add(time.Hour) {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			binary.BigEndian.PutUint64(prefix[:8], uint64(hour.Unix()))
+			minutes = presentMinutes(c, prefix[:8], minutes[:0])
 			for ip := range ips {
 				if dev, ok := idx.At(ip, hour); !ok || dev != id {
 					continue
 				}
-				putAddr(prefix[8:], ip)
-				for k, v := c.Seek(prefix[:]); k != nil && string(k[:24]) == string(prefix[:]); k, v = c.Next() {
-					peer := getAddr(k[24:40])
-					var key string
-					it := &Item{}
-					switch by {
-					case ByPeer:
-						key = peer.String()
-					case ByCountry:
-						key = countryOf(v)
-					case ByHour:
-						key = hour.Format(time.RFC3339)
-					}
-					if cur := items[key]; cur != nil {
-						it = cur
-					} else {
-						it.Key = key
+				putAddr(prefix[offLocal:], ip)
+				for _, m := range minutes {
+					prefix[offMinute] = m
+					for k, v := c.Seek(prefix[:]); k != nil && string(k[:offKind]) == string(prefix[:]); k, v = c.Next() {
+						if len(k) != keyLen {
+							return errBadRow
+						}
+						vv, err := decodeVal(v)
+						if err != nil {
+							return err
+						}
+						other := k[offKind] == kindOther
+						var peer netip.Addr
+						if !other {
+							peer = getAddr(k[offPeer:offDir])
+						}
+						var key string
+						it := &Item{}
 						switch by {
 						case ByPeer:
-							it.Peer, it.Country = key, countryOf(v)
-							it.peer, it.hour = peer, hour
+							if other {
+								key = OtherPrefix + countryOf(v)
+							} else {
+								key = peer.String()
+							}
 						case ByCountry:
-							it.Country = key
+							key = countryOf(v)
 						case ByHour:
-							h := hour
-							it.Hour = &h
+							key = hour.Format(time.RFC3339)
 						}
-						items[key] = it
+						if cur := items[key]; cur != nil {
+							it = cur
+						} else {
+							it.Key = key
+							switch by {
+							case ByPeer:
+								it.Country = countryOf(v)
+								if !other {
+									it.Peer = key
+									it.peer, it.hour = peer, hour
+								}
+							case ByCountry:
+								it.Country = key
+							case ByHour:
+								h := hour
+								it.Hour = &h
+							}
+							items[key] = it
+						}
+						it.Totals.add(k[offDir] == 1, vv)
 					}
-					it.Totals.add(k[40] == 1, decodeVal(v))
 				}
 			}
 		}
@@ -417,7 +773,9 @@ func (p *Projection) DeviceTraffic(ctx context.Context, id string, f Filter) (pr
 	// can wait forever behind a commit that grows the file.
 	if by == ByPeer && p.opts.PeerName != nil {
 		for _, it := range items {
-			it.Name = p.opts.PeerName(id, it.peer, it.hour)
+			if it.peer.IsValid() {
+				it.Name = p.opts.PeerName(id, it.peer, it.hour)
+			}
 		}
 	}
 	list := make([]Item, 0, len(items))
@@ -522,7 +880,10 @@ func (p *Projection) Overview(ctx context.Context, since, until time.Time, limit
 				}
 			}
 			h := int64(binary.BigEndian.Uint64(k))
-			local := getAddr(k[8:24])
+			if len(k) != keyLen {
+				return errBadRow
+			}
+			local := getAddr(k[offLocal:offKind])
 			key := hk{h, local}
 			dev, seen := holder[key]
 			if !seen {
@@ -532,11 +893,18 @@ func (p *Projection) Overview(ctx context.Context, since, until time.Time, limit
 			if dev == "" {
 				continue
 			}
-			in, vv, country := k[40] == 1, decodeVal(v), countryOf(v)
+			vv, err := decodeVal(v)
+			if err != nil {
+				return err
+			}
+			in, country := k[offDir] == 1, countryOf(v)
 			out.Total.add(in, vv)
 			acc(devs, dev).add(in, vv)
 			acc(countries, country).add(in, vv)
-			peer := getAddr(k[24:40])
+			if k[offKind] == kindOther {
+				continue // folded peers: in the totals, never a top peer
+			}
+			peer := getAddr(k[offPeer:offDir])
 			pa := peers[peer]
 			if pa == nil {
 				pa = &peerAcc{country: country}

@@ -9,6 +9,9 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -244,5 +247,174 @@ func TestCountries(t *testing.T) {
 	os.WriteFile(bad, []byte("not a database"), 0o600)
 	if _, err := traffic.LoadCountries(bad); err == nil {
 		t.Fatal("garbage accepted as a country database")
+	}
+}
+
+// peerAddr is the i-th public peer address (a few countries' ranges).
+func peerAddr(i int) string {
+	bases := []string{"8.8.", "1.1.", "9.9.", "80.1."}
+	return bases[i%len(bases)] + strconv.Itoa(i/len(bases)/250) + "." + strconv.Itoa(i/len(bases)%250+1)
+}
+
+// TestFold: past TopPeers peers of an address in an hour, rows are
+// folded by (country, direction); every total of the device hour stays
+// exact, kept peers stay exact, and folded ones never count as peers.
+func TestFold(t *testing.T) {
+	type win struct {
+		peers  []int // peer indices, each sends and receives
+		bytes  func(peer int) uint64
+		offset time.Duration // window end after the hour's start
+		sorted bool          // rows in the listener's order (by source, then destination)
+	}
+	flat := func(uint64) func(int) uint64 { return func(int) uint64 { return 10 } }
+	tests := []struct {
+		name       string
+		wins       []win
+		wantKept   int   // distinct peers with their own rows
+		wantPeers  []int // some peers that must be kept, exact
+		wantFolded []int // some peers that must be folded
+	}{
+		{"under the limit", []win{{peers: seq(0, 50), bytes: flat(10), offset: time.Minute}}, 50, []int{0, 49}, nil},
+		{"exactly the limit", []win{{peers: seq(0, traffic.TopPeers), bytes: flat(10), offset: time.Minute}}, traffic.TopPeers, []int{0, traffic.TopPeers - 1}, nil},
+		{"one window past it: the busiest kept", []win{{peers: seq(0, 300), bytes: func(p int) uint64 { return uint64(1000 + p) }, offset: time.Minute}},
+			traffic.TopPeers, []int{299, 200}, []int{0, 199}},
+		{"one window past it, the listener's order", []win{{peers: seq(0, 300), bytes: func(p int) uint64 { return uint64(1000 + p) }, offset: time.Minute, sorted: true}},
+			traffic.TopPeers, []int{299, 200}, []int{0, 199}},
+		{"first come across windows, then exact", []win{
+			{peers: seq(0, 80), bytes: flat(10), offset: time.Minute},
+			{peers: seq(80, 200), bytes: func(p int) uint64 { return uint64(p) }, offset: 2 * time.Minute}, // 20 slots left: 180..199 by bytes
+			{peers: append(seq(0, 5), seq(100, 105)...), bytes: flat(10), offset: 3 * time.Minute},         // kept ones grow, folded ones stay folded
+		}, traffic.TopPeers, []int{0, 4, 79, 180, 199}, []int{80, 100, 104, 179}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.inv.Sweep(at, true, inventorytest.Host("10.0.0.5", "00:11:22:00:00:01"))
+			dev := f.inv.Device("10.0.0.5").ID
+			wantOut, wantIn := map[int]uint64{}, map[int]uint64{}
+			var totalOut, totalIn, flows uint64
+			for wi, w := range tc.wins {
+				var rows []events.TrafficRow
+				for _, p := range w.peers {
+					b := w.bytes(p)
+					rows = append(rows,
+						events.TrafficRow{Src: "10.0.0.5", Dst: peerAddr(p), Proto: 6, Port: 443, Bytes: b, Packets: 1, Flows: 1},
+						events.TrafficRow{Src: peerAddr(p), Dst: "10.0.0.5", Proto: 6, Port: 443, Bytes: 2 * b, Packets: 2, Flows: 1},
+					)
+					wantOut[p] += b
+					wantIn[p] += 2 * b
+					totalOut += b
+					totalIn += 2 * b
+					flows++
+				}
+				if w.sorted {
+					slices.SortFunc(rows, func(a, b events.TrafficRow) int {
+						if c := netip.MustParseAddr(a.Src).Compare(netip.MustParseAddr(b.Src)); c != 0 {
+							return c
+						}
+						return netip.MustParseAddr(a.Dst).Compare(netip.MustParseAddr(b.Dst))
+					})
+				}
+				f.window(at.Add(w.offset), wi == 0, false, rows...)
+			}
+			ctx := context.Background()
+			all, err := f.p.DeviceTraffic(ctx, dev, traffic.Filter{Since: at, Until: at.Add(time.Hour), By: traffic.ByPeer, Limit: traffic.MaxLimit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sum traffic.Totals
+			kept := map[string]traffic.Item{}
+			for _, it := range all.Items {
+				sum.BytesOut += it.BytesOut
+				sum.BytesIn += it.BytesIn
+				sum.FlowsOut += it.FlowsOut
+				if strings.HasPrefix(it.Key, traffic.OtherPrefix) {
+					if it.Peer != "" || it.Key != traffic.OtherPrefix+it.Country {
+						t.Errorf("folded item %+v", it)
+					}
+					continue
+				}
+				kept[it.Peer] = it
+			}
+			if sum.BytesOut != totalOut || sum.BytesIn != totalIn || sum.FlowsOut != flows {
+				t.Errorf("by peer sums to out %d in %d flows %d, sent %d %d %d", sum.BytesOut, sum.BytesIn, sum.FlowsOut, totalOut, totalIn, flows)
+			}
+			if len(kept) != tc.wantKept {
+				t.Errorf("%d peers kept, want %d", len(kept), tc.wantKept)
+			}
+			for _, p := range tc.wantPeers {
+				it, ok := kept[peerAddr(p)]
+				if !ok || it.BytesOut != wantOut[p] || it.BytesIn != wantIn[p] {
+					t.Errorf("peer %d (%s): %+v (kept %v), want out %d in %d", p, peerAddr(p), it, ok, wantOut[p], wantIn[p])
+				}
+			}
+			for _, p := range tc.wantFolded {
+				if _, ok := kept[peerAddr(p)]; ok {
+					t.Errorf("peer %d (%s) kept, want folded", p, peerAddr(p))
+				}
+			}
+			// The hour and the country views total the same.
+			for _, by := range []string{traffic.ByHour, traffic.ByCountry} {
+				page, err := f.p.DeviceTraffic(ctx, dev, traffic.Filter{Since: at, Until: at.Add(time.Hour), By: by, Limit: traffic.MaxLimit})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var out, in uint64
+				for _, it := range page.Items {
+					out, in = out+it.BytesOut, in+it.BytesIn
+				}
+				if out != totalOut || in != totalIn {
+					t.Errorf("by %s: out %d in %d, want %d %d", by, out, in, totalOut, totalIn)
+				}
+			}
+			ov, err := f.p.Overview(ctx, at, at.Add(time.Hour), traffic.MaxLimit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ov.Devices) != 1 || ov.Devices[0].BytesOut != totalOut || ov.Devices[0].BytesIn != totalIn || ov.Total.FlowsOut != flows {
+				t.Errorf("overview devices %+v total %+v", ov.Devices, ov.Total)
+			}
+			var cOut uint64
+			for _, c := range ov.Countries {
+				cOut += c.BytesOut
+			}
+			if cOut != totalOut {
+				t.Errorf("overview countries sum to %d, want %d", cOut, totalOut)
+			}
+			if len(ov.Peers) != tc.wantKept {
+				t.Errorf("overview: %d peers, want the %d kept (folded ones are no peer)", len(ov.Peers), tc.wantKept)
+			}
+		})
+	}
+}
+
+func seq(lo, hi int) []int {
+	out := make([]int, 0, hi-lo)
+	for i := lo; i < hi; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+// TestFoldHours: the limit is per hour; each hour starts afresh.
+func TestFoldHours(t *testing.T) {
+	f := newFixture(t)
+	f.inv.Sweep(at, true, inventorytest.Host("10.0.0.5", "00:11:22:00:00:01"))
+	dev := f.inv.Device("10.0.0.5").ID
+	rows := func(lo, hi int) []events.TrafficRow {
+		var out []events.TrafficRow
+		for p := lo; p < hi; p++ {
+			out = append(out, events.TrafficRow{Src: "10.0.0.5", Dst: peerAddr(p), Proto: 6, Port: 443, Bytes: 5, Packets: 1, Flows: 1})
+		}
+		return out
+	}
+	f.window(at.Add(time.Minute), true, false, rows(0, traffic.TopPeers+10)...)
+	f.window(at.Add(time.Hour+time.Minute), false, false, rows(traffic.TopPeers, traffic.TopPeers+10)...)
+	page, err := f.p.DeviceTraffic(context.Background(), dev, traffic.Filter{Since: at.Add(time.Hour), Until: at.Add(2 * time.Hour), Limit: traffic.MaxLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != 10 || strings.HasPrefix(page.Items[0].Key, traffic.OtherPrefix) {
+		t.Fatalf("the next hour: %+v", page.Items)
 	}
 }

@@ -1,0 +1,165 @@
+package events
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+)
+
+// TrafficRows are the rows of a traffic.recorded payload. Since v2 they
+// are written as one base64 string of packed rows instead of an array of
+// JSON objects: about 20 bytes a row instead of 75, so a window of
+// 166,667 rows (10,000 devices × 1,000 peers an hour) is a 3.4 MB event
+// instead of 12.5 MB, and writing, storing and reading it costs a
+// quarter. Each packed row is
+//
+//	flags (1: bit 0 source is IPv6, bit 1 destination is IPv6) |
+//	source (4 or 16) | destination (4 or 16) | protocol (1) |
+//	port, bytes, packets, flows (uvarint each)
+//
+// Reading accepts both forms (v1's array and v2's string), so the v1 →
+// v2 upcast is the identity.
+type TrafficRows []TrafficRow
+
+// MarshalJSON writes the rows packed. A row whose addresses do not
+// parse is an error (ingest never writes one).
+func (rs TrafficRows) MarshalJSON() ([]byte, error) {
+	if rs == nil {
+		return []byte("null"), nil
+	}
+	raw := make([]byte, 0, len(rs)*20)
+	for i := range rs {
+		var err error
+		if raw, err = appendPackedRow(raw, &rs[i]); err != nil {
+			return nil, fmt.Errorf("events: traffic row %d: %w", i, err)
+		}
+	}
+	out := make([]byte, base64.StdEncoding.EncodedLen(len(raw))+2)
+	out[0], out[len(out)-1] = '"', '"'
+	base64.StdEncoding.Encode(out[1:len(out)-1], raw)
+	return out, nil
+}
+
+func appendPackedRow(b []byte, r *TrafficRow) ([]byte, error) {
+	src, err := netip.ParseAddr(r.Src)
+	if err != nil {
+		return b, err
+	}
+	dst, err := netip.ParseAddr(r.Dst)
+	if err != nil {
+		return b, err
+	}
+	if src.Zone() != "" || dst.Zone() != "" {
+		return b, errors.New("address with a zone")
+	}
+	var flags byte
+	if !src.Is4() {
+		flags |= 1
+	}
+	if !dst.Is4() {
+		flags |= 2
+	}
+	b = append(b, flags)
+	b = appendAddr(b, src)
+	b = appendAddr(b, dst)
+	b = append(b, r.Proto)
+	b = binary.AppendUvarint(b, uint64(r.Port))
+	b = binary.AppendUvarint(b, r.Bytes)
+	b = binary.AppendUvarint(b, r.Packets)
+	return binary.AppendUvarint(b, r.Flows), nil
+}
+
+func appendAddr(b []byte, a netip.Addr) []byte {
+	if a.Is4() {
+		v := a.As4()
+		return append(b, v[:]...)
+	}
+	v := a.As16()
+	return append(b, v[:]...)
+}
+
+// UnmarshalJSON reads v2's packed string or v1's array of objects.
+func (rs *TrafficRows) UnmarshalJSON(b []byte) error {
+	var s string
+	if len(b) == 0 || b[0] != '"' {
+		var v1 []TrafficRow
+		if err := json.Unmarshal(b, &v1); err != nil {
+			return err
+		}
+		*rs = v1
+		return nil
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	raw, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return fmt.Errorf("events: traffic rows: %w", err)
+	}
+	out := TrafficRows{}
+	var r TrafficRowAddrs
+	for len(raw) > 0 {
+		if raw, err = unpackRow(raw, &r); err != nil {
+			return err
+		}
+		out = append(out, TrafficRow{Src: r.Src.String(), Dst: r.Dst.String(), Proto: r.Proto, Port: r.Port, Bytes: r.Bytes, Packets: r.Packets, Flows: r.Flows})
+	}
+	*rs = out
+	return nil
+}
+
+// errPackedRow is returned for packed rows that end early or hold a
+// value out of range.
+var errPackedRow = errors.New("events: traffic rows: malformed packed row")
+
+// unpackRow reads the first packed row of b into *r and returns the rest.
+func unpackRow(b []byte, r *TrafficRowAddrs) ([]byte, error) {
+	if len(b) < 1 {
+		return nil, errPackedRow
+	}
+	flags := b[0]
+	if flags > 3 {
+		return nil, errPackedRow
+	}
+	b = b[1:]
+	addr := func(v6 bool) (netip.Addr, bool) {
+		if v6 {
+			if len(b) < 16 {
+				return netip.Addr{}, false
+			}
+			a := netip.AddrFrom16([16]byte(b[:16]))
+			b = b[16:]
+			return a, true
+		}
+		if len(b) < 4 {
+			return netip.Addr{}, false
+		}
+		a := netip.AddrFrom4([4]byte(b[:4]))
+		b = b[4:]
+		return a, true
+	}
+	var ok1, ok2 bool
+	r.Src, ok1 = addr(flags&1 != 0)
+	r.Dst, ok2 = addr(flags&2 != 0)
+	if !ok1 || !ok2 || len(b) < 1 {
+		return nil, errPackedRow
+	}
+	r.Proto = b[0]
+	b = b[1:]
+	var vals [4]uint64
+	for i := range vals {
+		n, k := binary.Uvarint(b)
+		if k <= 0 {
+			return nil, errPackedRow
+		}
+		vals[i], b = n, b[k:]
+	}
+	if vals[0] > 65535 {
+		return nil, errPackedRow
+	}
+	r.Port, r.Bytes, r.Packets, r.Flows = uint16(vals[0]), vals[1], vals[2], vals[3]
+	return b, nil
+}
