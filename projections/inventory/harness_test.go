@@ -114,6 +114,9 @@ func (h *harness) applyEv(ev events.Envelope) {
 		if err := h.scans.Apply(tx, ev); err != nil {
 			return err
 		}
+		if err := h.scans.Flush(tx); err != nil {
+			return err
+		}
 		return h.inv.Flush(tx)
 	})
 	if err != nil {

@@ -23,9 +23,13 @@
 //
 // # Storage
 //
-// One bucket, scanlog.scans: finish time (12 bytes: Unix seconds with
-// the sign bit flipped, then nanoseconds) | seq (8) → start time (12) |
-// source length (1) | source (at most 255 bytes) | the entry's JSON.
+// scanlog.scans: finish time (12 bytes: Unix seconds with the sign bit
+// flipped, then nanoseconds) | seq (8) → start time (12) | source length
+// (1) | source (at most 255 bytes) | the entry, in a small binary layout
+// (rows.go: strings and varints, no reflection: an entry is written on
+// every run and read only when listed). scanlog.sweeps: each sweep
+// source's last sweep (seq, responders), to check the next one's
+// references as the inventory resolves them.
 // Finish-time keys make the newest-first listing a reverse cursor walk
 // and retention a prefix delete; the header lets a listing filter by
 // source and start time without decoding the JSON.

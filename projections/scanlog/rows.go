@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -31,12 +30,19 @@ func getTime(b []byte) time.Time {
 	return time.Unix(sec, int64(binary.BigEndian.Uint32(b[8:]))).UTC()
 }
 
-// encodeRow is the key and row of s, the entry of the event at seq.
+// rowFormat is the first byte of an entry's body: the binary layout
+// below. An entry is written on every run and read only when listed, so
+// it is encoded without reflection (encoding/json cost as much as the
+// rest of the scan log's replay).
+const rowFormat = 1
+
+// encodeRow is the key and row of s, the entry of the event at seq: the
+// header (start time, source cut to 255 bytes, for filters), then the
+// body: rowFormat, then uvarint-length strings and varints in the order
+// id, source, kind, duration_ms, networks (count, each), probes_sent,
+// hosts_found, rows, complete (0/1), errors (count, each). The finish
+// time is the key's.
 func encodeRow(seq uint64, s *projections.Scan) (key, row []byte, err error) {
-	js, err := json.Marshal(s)
-	if err != nil {
-		return nil, nil, err
-	}
 	src := s.Source
 	if len(src) > 255 {
 		src = src[:255]
@@ -44,15 +50,41 @@ func encodeRow(seq uint64, s *projections.Scan) (key, row []byte, err error) {
 	key = make([]byte, keyLen)
 	putTime(key, s.Finished)
 	binary.BigEndian.PutUint64(key[timeLen:], seq)
-	row = make([]byte, timeLen+1, timeLen+1+len(src)+len(js))
+	row = make([]byte, timeLen+1, timeLen+1+len(src)+64+len(s.ID)+len(s.Source)+len(s.Kind))
 	putTime(row, s.Started)
 	row[timeLen] = byte(len(src))
 	row = append(row, src...)
-	return key, append(row, js...), nil
+	row = append(row, rowFormat)
+	row = appendString(row, s.ID)
+	row = appendString(row, s.Source)
+	row = appendString(row, s.Kind)
+	row = binary.AppendVarint(row, s.DurationMS)
+	row = appendStrings(row, s.Networks)
+	row = binary.AppendVarint(row, int64(s.ProbesSent))
+	row = binary.AppendVarint(row, int64(s.HostsFound))
+	row = binary.AppendVarint(row, int64(s.Rows))
+	complete := byte(0)
+	if s.Complete {
+		complete = 1
+	}
+	row = append(row, complete)
+	return key, appendStrings(row, s.Errors), nil
 }
 
-// splitRow parses a row: the start time, the source and the JSON.
-func splitRow(v []byte) (started time.Time, source []byte, js []byte, ok bool) {
+func appendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+func appendStrings(b []byte, ss []string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(ss)))
+	for _, s := range ss {
+		b = appendString(b, s)
+	}
+	return b
+}
+
+// splitRow parses a row: the start time, the source and the body.
+func splitRow(v []byte) (started time.Time, source []byte, body []byte, ok bool) {
 	if len(v) < timeLen+1 {
 		return time.Time{}, nil, nil, false
 	}
@@ -61,6 +93,70 @@ func splitRow(v []byte) (started time.Time, source []byte, js []byte, ok bool) {
 		return time.Time{}, nil, nil, false
 	}
 	return getTime(v), v[timeLen+1 : timeLen+1+n], v[timeLen+1+n:], true
+}
+
+// rowReader reads a body; the first error sticks.
+type rowReader struct {
+	b   []byte
+	bad bool
+}
+
+func (r *rowReader) varint() int64 {
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.bad = true
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *rowReader) string() string {
+	l, n := binary.Uvarint(r.b)
+	if n <= 0 || l > uint64(len(r.b)-n) {
+		r.bad = true
+		return ""
+	}
+	s := string(r.b[n : n+int(l)])
+	r.b = r.b[n+int(l):]
+	return s
+}
+
+func (r *rowReader) strings() []string {
+	c, n := binary.Uvarint(r.b)
+	if n <= 0 || c > uint64(len(r.b)) { // every string takes a byte at least
+		r.bad = true
+		return nil
+	}
+	r.b = r.b[n:]
+	out := make([]string, 0, c)
+	for range c {
+		out = append(out, r.string())
+	}
+	return out
+}
+
+// decodeBody reads the entry whose key is k, start time started.
+func decodeBody(k []byte, started time.Time, body []byte) (projections.Scan, error) {
+	if len(body) == 0 || body[0] != rowFormat {
+		return projections.Scan{}, fmt.Errorf("entry %x: unknown row format", k)
+	}
+	r := rowReader{b: body[1:]}
+	s := projections.Scan{Started: started, Finished: getTime(k)}
+	s.ID, s.Source, s.Kind = r.string(), r.string(), r.string()
+	s.DurationMS = r.varint()
+	s.Networks = r.strings()
+	s.ProbesSent, s.HostsFound, s.Rows = int(r.varint()), int(r.varint()), int(r.varint())
+	if len(r.b) == 0 {
+		r.bad = true
+	} else {
+		s.Complete, r.b = r.b[0] == 1, r.b[1:]
+	}
+	s.Errors = r.strings()
+	if r.bad || len(r.b) != 0 {
+		return projections.Scan{}, fmt.Errorf("entry %x: malformed row", k)
+	}
+	return s, nil
 }
 
 // deleteBefore removes the entries that finished before t: a prefix of
@@ -172,9 +268,9 @@ func (l *Log) ListScans(ctx context.Context, f projections.ScanFilter) (projecti
 				more = true
 				return nil
 			}
-			var s projections.Scan
-			if err := json.Unmarshal(js, &s); err != nil {
-				return fmt.Errorf("entry %x: %w", k, err)
+			s, err := decodeBody(k, started, js)
+			if err != nil {
+				return err
 			}
 			page.Items = append(page.Items, s)
 			lastKey = bytes.Clone(k)

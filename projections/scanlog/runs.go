@@ -12,21 +12,10 @@ import (
 )
 
 // The headers below are the parts of each run's event the scan log
-// shows. Decoding only them keeps the log cheap to replay: a host of a
-// sweep decodes to an empty struct, counted, not kept.
-
-type sweepHead struct {
-	ScanID     string     `json:"scan_id"`
-	Started    time.Time  `json:"started"`
-	Finished   time.Time  `json:"finished"`
-	Networks   []string   `json:"networks"`
-	ProbesSent int        `json:"probes_sent"`
-	Complete   bool       `json:"complete"`
-	Errors     []string   `json:"errors"`
-	Base       uint64     `json:"base"`
-	Same       []int64    `json:"same"`
-	Hosts      []struct{} `json:"hosts"`
-}
+// shows. Decoding only them keeps the log cheap to replay: a port scan's
+// results decode to their open-port counts, a DNS read's rows to their
+// clients. Sweeps, the bulk of a log, are read by scanSweepHead, which
+// skips over the hosts (sweephead.go).
 
 // sweepRefs is what the log checks of a sweep against its source's last
 // one: the base it names, its references, and its whole hosts.
@@ -41,8 +30,18 @@ type sweepRefs struct {
 // (Same: pairs of index and round trip), counted without resolving them.
 func (l *Log) sweepScan(ev events.Envelope) (projections.Scan, *sweepRefs, error) {
 	var h sweepHead
-	if err := l.reg.DecodeInto(ev, &h); err != nil {
+	p, err := l.reg.Upcast(ev)
+	if err != nil {
 		return projections.Scan{}, nil, err
+	}
+	if !scanSweepHead(p, &h) {
+		var whole events.SweepCompleted
+		if err := l.reg.DecodeInto(ev, &whole); err != nil {
+			return projections.Scan{}, nil, err
+		}
+		h = sweepHead{ScanID: whole.ScanID, Started: whole.Started, Finished: whole.Finished, Networks: whole.Networks,
+			ProbesSent: whole.ProbesSent, Complete: whole.Complete, Errors: whole.Errors, Base: whole.Base, Same: whole.Same,
+			Hosts: len(whole.Hosts)}
 	}
 	nets := make([]string, 0, len(h.Networks))
 	for _, n := range h.Networks {
@@ -50,9 +49,9 @@ func (l *Log) sweepScan(ev events.Envelope) (projections.Scan, *sweepRefs, error
 	}
 	return projections.Scan{
 		ID: h.ScanID, Kind: "devices", Started: h.Started.UTC(), Finished: h.Finished.UTC(),
-		Networks: nets, ProbesSent: h.ProbesSent, HostsFound: len(h.Hosts) + len(h.Same)/2,
+		Networks: nets, ProbesSent: h.ProbesSent, HostsFound: h.Hosts + len(h.Same)/2,
 		Complete: h.Complete, Errors: h.Errors,
-	}, &sweepRefs{base: h.Base, same: h.Same, whole: len(h.Hosts)}, nil
+	}, &sweepRefs{base: h.Base, same: h.Same, whole: h.Hosts}, nil
 }
 
 // canonicalPrefix writes a network as its masked prefix ("10.0.0.0/24"

@@ -60,6 +60,7 @@ type Log struct {
 	mu    sync.RWMutex
 	db    *bolt.DB // set by Load; queries read it
 	bases map[string]sweepBase
+	dirty map[string]bool // sources whose base Flush writes
 }
 
 // New returns an empty scan log that decodes payloads with reg (nil:
@@ -68,7 +69,7 @@ func New(reg *events.Registry) *Log {
 	if reg == nil {
 		reg = events.Default
 	}
-	return &Log{reg: reg, bases: map[string]sweepBase{}}
+	return &Log{reg: reg, bases: map[string]sweepBase{}, dirty: map[string]bool{}}
 }
 
 // Name implements runner.Projection.
@@ -86,7 +87,7 @@ func (l *Log) Load(tx *bolt.Tx) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.db = tx.DB()
-	l.bases = map[string]sweepBase{}
+	l.bases, l.dirty = map[string]sweepBase{}, map[string]bool{}
 	b := tx.Bucket(bSweeps)
 	if b == nil {
 		return nil
@@ -197,7 +198,7 @@ func (l *Log) ApplyPrepared(tx *bolt.Tx, ev events.Envelope, p any) error {
 		return nil
 	}
 	if pp.sweep != nil {
-		if err := l.applySweep(tx, ev, pp); err != nil {
+		if err := l.applySweep(ev, pp); err != nil {
 			return fmt.Errorf("scanlog: apply seq %d: %w", ev.Seq, err)
 		}
 	}
@@ -223,7 +224,7 @@ func (l *Log) loadedDB() (*bolt.DB, error) {
 // applySweep checks a sweep written as a difference against its source's
 // last sweep, as the inventory resolves it, and records the sweep as the
 // source's last.
-func (l *Log) applySweep(tx *bolt.Tx, ev events.Envelope, pp *prepared) error {
+func (l *Log) applySweep(ev events.Envelope, pp *prepared) error {
 	r := pp.sweep
 	n := r.whole + len(r.same)/2
 	if r.base != 0 {
@@ -237,19 +238,35 @@ func (l *Log) applySweep(tx *bolt.Tx, ev events.Envelope, pp *prepared) error {
 			return err
 		}
 	}
-	var v [12]byte
-	binary.BigEndian.PutUint64(v[:], ev.Seq)
-	binary.BigEndian.PutUint32(v[8:], uint32(min(n, 1<<32-1)))
-	sb := tx.Bucket(bSweeps)
-	if sb == nil {
-		return fmt.Errorf("bucket %s missing", BucketSweeps)
-	}
-	if err := sb.Put([]byte(ev.Source), v[:]); err != nil {
-		return err
-	}
 	l.mu.Lock()
 	l.bases[ev.Source] = sweepBase{seq: ev.Seq, n: n}
+	l.dirty[ev.Source] = true
 	l.mu.Unlock()
+	return nil
+}
+
+// Flush implements runner.Flusher: the sweep bases changed since the
+// last flush are written once per batch, not once per sweep.
+func (l *Log) Flush(tx *bolt.Tx) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.dirty) == 0 {
+		return nil
+	}
+	sb := tx.Bucket(bSweeps)
+	if sb == nil {
+		return fmt.Errorf("scanlog: flush: bucket %s missing", BucketSweeps)
+	}
+	for src := range l.dirty {
+		b := l.bases[src]
+		var v [12]byte
+		binary.BigEndian.PutUint64(v[:], b.seq)
+		binary.BigEndian.PutUint32(v[8:], uint32(min(b.n, 1<<32-1)))
+		if err := sb.Put([]byte(src), v[:]); err != nil {
+			return fmt.Errorf("scanlog: flush: %w", err)
+		}
+	}
+	clear(l.dirty)
 	return nil
 }
 

@@ -57,7 +57,12 @@ func (h *harness) envelope(kind string, payload any, at time.Time, source string
 }
 
 func (h *harness) apply(ev events.Envelope) error {
-	return h.db.Update(func(tx *bolt.Tx) error { return h.log.Apply(tx, ev) })
+	return h.db.Update(func(tx *bolt.Tx) error {
+		if err := h.log.Apply(tx, ev); err != nil {
+			return err
+		}
+		return h.log.Flush(tx) // as the runner does after each batch
+	})
 }
 
 func (h *harness) mustApply(kind string, payload any, at time.Time, source string) {
