@@ -54,8 +54,11 @@ lint:
 	$(GO) run $(STATICCHECK) ./...
 
 # One package at a time (-p 1), so that benchmarks do not share the CPUs.
+# The long generated-history benchmarks have their own targets (below):
+# bench runs them after the rest, each with its own timeout.
 bench: $(OUI)
-	$(GO) test -p 1 -run '^$$' -bench . -benchmem -count=1 -timeout 60m ./...
+	$(GO) test -p 1 -run '^$$' -bench . -skip 'History90Days|WhatIf30Days' -benchmem -count=1 -timeout 60m ./...
+	$(MAKE) bench-whatif bench-history
 	JOCASTA_CRASH_KILLS=200 $(GO) test -count=1 -run '^TestCrashKill$$' -timeout 30m ./store/
 
 # HTTP load from a separate process against serve with 10,000 devices.
@@ -68,7 +71,8 @@ bench-ui:
 
 # The sweep against fping and nmap on a /22 lab, and a /16 at 20,000/s (root).
 # Dispatch throughput and commit-to-delivery p99 to three loopback
-# destinations (webhook, push, http), with and without fsync.
+# destinations (webhook, push, http), with and without fsync: a burst of
+# 3,000 changes at once, then 10 s of 1,000 changes/s (JOCASTA_NOTIFY_RATE).
 bench-notify:
 	$(GO) test -run '^$$' -bench 'Dispatch$$|DispatchNoSync' -benchtime 3000x -count 1 ./projections/notify/
 	$(GO) test -run '^$$' -bench DispatchRate -benchtime 10000x -count 1 ./projections/notify/
@@ -82,8 +86,20 @@ bench-sweep:
 bench-flows: $(OUI) $(COUNTRY)
 	sources/flowlistener/bench/bench.sh
 
-stress:
-	JOCASTA_CRASH_KILLS=1000 $(GO) test -count=1 -run '^TestCrashKill$$' -timeout 60m ./store/
+# jocasta whatif over the last 30 days of a generated 38-day log of 5-minute
+# sweeps of 1,000 devices (docs/performance.md, What-if replay; also part
+# of make bench). JOCASTA_WHATIF_DAYS sets the log's length.
+bench-whatif:
+	$(GO) test -run '^$$' -bench WhatIf30Days -benchtime 1x -count 1 -timeout 30m ./cmd/jocasta/
+
+# The inventory at an instant, diffs and a whole replay over a generated
+# 90-day log of 5-minute sweeps of 1,000 devices (docs/performance.md,
+# History at an instant and diffs; also part of make bench).
+# JOCASTA_HISTORY_DAYS sets the log's length, JOCASTA_HISTORY_DB keeps the
+# generated database there (and reuses it on the next run).
+bench-history:
+	$(GO) test -run '^$$' -bench History90Days -benchtime 1x -count 1 -timeout 180m ./projections/inventory/
+
 # Remote sites: 50 sensors x 1,000 devices, one sweep each per round,
 # through outboxes, the embedded NATS server and the central's append
 # (docs/performance.md, Remote sites; also part of make bench).
@@ -91,6 +107,8 @@ stress:
 bench-sensors:
 	$(GO) test -run '^$$' -bench CentralIngest -benchtime 10x -count 1 -timeout 30m ./events/remote/
 
+stress:
+	JOCASTA_CRASH_KILLS=1000 $(GO) test -count=1 -run '^TestCrashKill$$' -timeout 60m ./store/
 
 # Short runs of every fuzz target (FUZZTIME each).
 fuzz: $(OUI)

@@ -80,10 +80,28 @@ func decodeSweepCompleted(b []byte, p *SweepCompleted) bool {
 			return d.once(&seen, 6) && d.strings(&p.Errors)
 		case "hosts":
 			return d.once(&seen, 7) && d.sweepHosts(&p.Hosts)
+		case "base":
+			return d.once(&seen, 8) && d.Uint(&p.Base)
+		case "same":
+			return d.once(&seen, 9) && d.int64s(&p.Same)
 		}
 		return false
 	})
 	return ok && d.End()
+}
+
+// int64s parses an array of integers (a v2 sweep's references to its
+// base: index, round trip, ...).
+func (d *jdec) int64s(ns *[]int64) bool {
+	*ns = make([]int64, 0, 16)
+	return d.array(func() bool {
+		var n int64
+		if !d.Int(&n) {
+			return false
+		}
+		*ns = append(*ns, n)
+		return true
+	})
 }
 
 // sweepHosts parses an array of SweepHost.

@@ -11,6 +11,8 @@ func Kinds() []KindSpec {
 		{Kind: KindScanFailed, Version: 1, Payload: ScanFailed{}, Summary: "a source's run that produced nothing, with the reason"},
 		{Kind: KindDeviceEdited, Version: 1, Payload: DeviceEdited{}, Summary: "a user changed label, group, type, notes or ignored"},
 		{Kind: KindDeviceWatchSet, Version: 1, Payload: DeviceWatchSet{}, Summary: "a user started or stopped watching a device"},
+		{Kind: KindDeviceMerged, Version: 1, Payload: DeviceMerged{}, Summary: "a user merged one device into another (ids only)"},
+		{Kind: KindDeviceUnmerged, Version: 1, Payload: DeviceUnmerged{}, Summary: "a user separated a merged device from the device it was merged into"},
 		{Kind: KindClockTicked, Version: 1, Payload: ClockTicked{}, Summary: "the presence clock: presence is evaluated at this time"},
 		{Kind: KindRetentionPurged, Version: 1, Payload: RetentionPurged{}, Summary: "the hourly purge and what it removed"},
 		{Kind: KindTokenCreated, Version: 1, Payload: TokenCreated{}, Summary: "an API token was created (its SHA-256 only)"},

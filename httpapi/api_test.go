@@ -48,7 +48,7 @@ func TestHealth(t *testing.T) {
 		if err := json.Unmarshal(body, &doc); err != nil {
 			t.Fatal(err)
 		}
-		if doc.OpenAPI != "3.1.0" || len(doc.Paths) != 20 {
+		if doc.OpenAPI != "3.1.0" || len(doc.Paths) != 23 { // 20 + merge, unmerge (merge.go) + diff (diff.go)
 			t.Fatalf("openapi %q with %d paths", doc.OpenAPI, len(doc.Paths))
 		}
 	})

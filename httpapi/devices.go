@@ -45,6 +45,9 @@ func parseDeviceFilter(r *http.Request) (projections.DeviceFilter, error) {
 }
 
 func (s *server) listDevices(w http.ResponseWriter, r *http.Request) error {
+	if hasAt(r) {
+		return s.listDevicesAt(w, r)
+	}
 	f, err := parseDeviceFilter(r)
 	if err != nil {
 		return err
@@ -80,7 +83,7 @@ func lookupDevice[T any](r *http.Request, read func(ctx context.Context, id stri
 	}
 	d, err := read(r.Context(), id)
 	if errors.Is(err, projections.ErrNotFound) {
-		return d, errDeviceNotFound(id)
+		return d, deviceNotFound(id, err) // device-merged for a merged id
 	}
 	if err != nil {
 		return d, fmt.Errorf("httpapi: reading device %s: %w", id, err)
@@ -89,6 +92,9 @@ func lookupDevice[T any](r *http.Request, read func(ctx context.Context, id stri
 }
 
 func (s *server) getDevice(w http.ResponseWriter, r *http.Request) error {
+	if hasAt(r) {
+		return s.getDeviceAt(w, r)
+	}
 	if err := noQuery(r); err != nil {
 		return err
 	}
@@ -142,7 +148,7 @@ func (s *server) patchDevice(w http.ResponseWriter, r *http.Request) error {
 	p, _ := PrincipalFromContext(r.Context())
 	d, err := s.cmd.EditDevice(r.Context(), TokenActor(p), id, edit)
 	if errors.Is(err, projections.ErrNotFound) {
-		return errDeviceNotFound(id)
+		return deviceNotFound(id, err) // device-merged for a merged id
 	}
 	if err != nil {
 		return fmt.Errorf("httpapi: editing device %s: %w", id, err)
@@ -170,7 +176,7 @@ func (s *server) patchWatch(w http.ResponseWriter, r *http.Request) error {
 	p, _ := PrincipalFromContext(r.Context())
 	ws, err := s.cmd.SetWatch(r.Context(), TokenActor(p), id, watched)
 	if errors.Is(err, projections.ErrNotFound) {
-		return errDeviceNotFound(id)
+		return deviceNotFound(id, err) // device-merged for a merged id
 	}
 	if err != nil {
 		return fmt.Errorf("httpapi: setting watch of device %s: %w", id, err)

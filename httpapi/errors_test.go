@@ -44,6 +44,8 @@ var operations = []operation{
 	{"getDevice", "GET", "/api/devices/dev-nas", "", read, true},
 	{"editDevice", "PATCH", "/api/devices/dev-nas", `{"label":"x"}`, write, true},
 	{"setWatch", "PATCH", "/api/devices/dev-nas/watch", `{"watched":true}`, write, true},
+	{"mergeDevice", "POST", "/api/devices/dev-nas/merge", `{"device":"dev-phone"}`, write, true},
+	{"unmergeDevice", "POST", "/api/devices/dev-nas/unmerge", `{"device":"dev-phone"}`, write, true},
 	{"listDeviceEvents", "GET", "/api/devices/dev-nas/events", "", read, true},
 	{"getDeviceTraffic", "GET", "/api/devices/dev-nas/traffic", "", read, true},
 	{"getDeviceTimeline", "GET", "/api/devices/dev-nas/timeline", "", read, true},

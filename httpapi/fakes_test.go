@@ -124,6 +124,8 @@ type fakeInventory struct {
 	deviceFilter projections.DeviceFilter
 	eventFilter  projections.EventFilter
 	scanFilter   projections.ScanFilter
+	// ats are the instants the history methods were asked (diff_test.go).
+	ats []time.Time
 }
 
 func newFakeInventory() *fakeInventory {

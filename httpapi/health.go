@@ -50,6 +50,9 @@ func (s *server) openapi(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) stats(w http.ResponseWriter, r *http.Request) error {
+	if hasAt(r) {
+		return s.statsAt(w, r)
+	}
 	if err := noQuery(r); err != nil {
 		return err
 	}

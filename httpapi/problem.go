@@ -43,6 +43,11 @@ type problem struct {
 	Instance  string       `json:"instance"`
 	RequestID string       `json:"request_id,omitempty"`
 	Errors    []fieldError `json:"errors,omitempty"`
+	// Earliest is the earliest instant that works, RFC 3339 (history-compacted).
+	Earliest string `json:"earliest,omitempty"`
+	// MergedInto names the device a merged one is shown as (the
+	// device-merged problem, merge.go).
+	MergedInto string `json:"merged_into,omitempty"`
 
 	header http.Header // extra response headers (Allow, Retry-After, ...)
 }

@@ -57,6 +57,8 @@ func (s *server) routes() []route {
 		{http.MethodGet, "/api/devices/{id}", accessRead, s.getDevice},
 		{http.MethodPatch, "/api/devices/{id}", accessWrite, s.patchDevice},
 		{http.MethodPatch, "/api/devices/{id}/watch", accessWrite, s.patchWatch},
+		{http.MethodPost, "/api/devices/{id}/merge", accessWrite, s.mergeDevice},
+		{http.MethodPost, "/api/devices/{id}/unmerge", accessWrite, s.unmergeDevice},
 		{http.MethodGet, "/api/devices/{id}/events", accessRead, s.deviceEvents},
 		{http.MethodGet, "/api/devices/{id}/traffic", accessRead, s.deviceTraffic},
 		{http.MethodGet, "/api/devices/{id}/timeline", accessRead, s.deviceTimeline},
@@ -64,6 +66,7 @@ func (s *server) routes() []route {
 		{http.MethodGet, "/api/traffic", accessRead, s.trafficOverview},
 		{http.MethodGet, "/api/events", accessRead, s.listEvents},
 		{http.MethodGet, "/api/scans", accessRead, s.listScans},
+		{http.MethodGet, "/api/diff", accessRead, s.diff},
 	}
 	rs = append(rs,
 		route{http.MethodGet, "/api/notifications", accessRead, s.listNotifications},

@@ -41,7 +41,8 @@ func TestRoutesMatchSpec(t *testing.T) {
 
 	slugs := []string{slugInvalidBody, slugInvalidQuery, slugTokenMissing, slugTokenInvalid, slugReadOnlyToken,
 		slugNotFound, slugDeviceNotFound, slugNotRecorded, slugMethodNotAllowed, slugBodyTooLarge,
-		slugUnsupportedType, slugRateLimited, slugInternal, slugNotReady, slugInsufficientDisk, slugStoreFailed}
+		slugUnsupportedType, slugRateLimited, slugInternal, slugNotReady, slugInsufficientDisk, slugStoreFailed,
+		slugDeviceMerged, slugMergeRefused, slugHistoryCompacted}
 	for _, s := range slugs {
 		if !strings.Contains(string(openapiYAML), "urn:jocasta:problem:"+s+`"`) {
 			t.Errorf("openapi.yaml has no response with the problem type %s", s)

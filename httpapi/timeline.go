@@ -101,7 +101,7 @@ func (s *server) deviceTimeline(w http.ResponseWriter, r *http.Request) error {
 	}
 	if _, err := s.inv.Device(r.Context(), id); err != nil {
 		if errors.Is(err, projections.ErrNotFound) {
-			return errDeviceNotFound(id)
+			return deviceNotFound(id, err) // device-merged for a merged id
 		}
 		return err
 	}

@@ -24,6 +24,11 @@ const (
 	ChangeWatchStopped   = "device.watch_stopped"
 	ChangeAttached       = "device.attached"
 	ChangeDeleted        = "device.deleted"
+	// ChangeMerged and ChangeUnmerged are a user's merge of another device
+	// into this one and its undoing; data is the other device's id (new
+	// when merged, old when unmerged).
+	ChangeMerged   = "device.merged"
+	ChangeUnmerged = "device.unmerged"
 	// ChangeSourceFailing and ChangeSourceRecovered concern a source, not a
 	// device (device_id is empty): a source's run failed or was cut
 	// short after it had worked, and it completed one again.

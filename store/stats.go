@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -54,6 +55,9 @@ type LogStats struct {
 	FileSize  int64          `json:"file_size"`
 }
 
+// statsChunk is how many events Stats reads per read transaction.
+var statsChunk = 4096
+
 // Stats reads the whole log (one short read transaction per chunk, as
 // Verify does) and the file's bucket statistics.
 func (s *Store) Stats(ctx context.Context) (LogStats, error) {
@@ -68,40 +72,61 @@ func (s *Store) Stats(ctx context.Context) (LogStats, error) {
 		Kind string    `json:"kind"`
 		Time time.Time `json:"time"`
 	}
-	err := safeView(s.db, func(tx *bolt.Tx) error {
-		c := tx.Bucket(bLog).Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if st.Events%4096 == 0 && ctx.Err() != nil {
-				return ctx.Err()
+	// The log is read in short read transactions of statsChunk events, so
+	// that a long log does not hold one open while serve appends (a read
+	// transaction keeps bbolt from growing the file's mapping).
+	var next []byte
+	for done := false; !done; {
+		err := safeView(s.db, func(tx *bolt.Tx) error {
+			c := tx.Bucket(bLog).Cursor()
+			k, v := c.First()
+			if next != nil {
+				k, v = c.Seek(next)
 			}
-			hdr.Kind, hdr.Time = "", time.Time{}
-			if err := json.Unmarshal(v, &hdr); err != nil {
-				return fmt.Errorf("event %x: %w: %w", k, ErrCorrupt, err)
+			for n := 0; ; n++ {
+				if k == nil || len(k) != 8 || binary.BigEndian.Uint64(k) > st.Head {
+					done = true // what was appended since is for the next call
+					return nil
+				}
+				if n == statsChunk {
+					next = append(next[:0], k...)
+					return ctx.Err()
+				}
+				hdr.Kind, hdr.Time = "", time.Time{}
+				if err := json.Unmarshal(v, &hdr); err != nil {
+					return fmt.Errorf("event %x: %w: %w", k, ErrCorrupt, err)
+				}
+				size := int64(len(k) + len(v))
+				st.Events++
+				st.Bytes += size
+				ks := kinds[hdr.Kind]
+				if ks == nil {
+					ks = &KindStats{Kind: hdr.Kind}
+					kinds[hdr.Kind] = ks
+				}
+				ks.Events++
+				ks.Bytes += size
+				day := hdr.Time.UTC().Format(time.DateOnly)
+				ds := days[day]
+				if ds == nil {
+					ds = &DayStats{Day: day}
+					days[day] = ds
+				}
+				ds.Events++
+				ds.Bytes += size
+				t := hdr.Time.UTC()
+				if st.Oldest == nil {
+					st.Oldest = &t
+				}
+				st.Newest = &t
+				k, v = c.Next()
 			}
-			n := int64(len(k) + len(v))
-			st.Events++
-			st.Bytes += n
-			ks := kinds[hdr.Kind]
-			if ks == nil {
-				ks = &KindStats{Kind: hdr.Kind}
-				kinds[hdr.Kind] = ks
-			}
-			ks.Events++
-			ks.Bytes += n
-			day := hdr.Time.UTC().Format(time.DateOnly)
-			ds := days[day]
-			if ds == nil {
-				ds = &DayStats{Day: day}
-				days[day] = ds
-			}
-			ds.Events++
-			ds.Bytes += n
-			t := hdr.Time.UTC()
-			if st.Oldest == nil {
-				st.Oldest = &t
-			}
-			st.Newest = &t
+		})
+		if err != nil {
+			return LogStats{}, fmt.Errorf("store: stats: %w", err)
 		}
+	}
+	err := safeView(s.db, func(tx *bolt.Tx) error {
 		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
 			bs := b.Stats()
 			st.Buckets = append(st.Buckets, BucketStats{Name: string(name), Keys: bs.KeyN,

@@ -21,6 +21,7 @@ var changeKinds = []string{
 	projections.ChangePortClosed, projections.ChangeEdited, projections.ChangeWatchStarted,
 	projections.ChangeWatchStopped, projections.ChangeAttached, projections.ChangeDeleted,
 	projections.ChangeSourceFailing, projections.ChangeSourceRecovered,
+	projections.ChangeMerged, projections.ChangeUnmerged,
 }
 
 // changesView is the Change log page.

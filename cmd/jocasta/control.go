@@ -102,6 +102,7 @@ func listenControl(path, dbFile string, a admin, log zerolog.Logger) (*controlSe
 	handle("log/tail", streaming(streams, a.LogTail))
 	mux.HandleFunc("POST /v1/backup", backupHandler(a, dbFile, log))
 	handle("log/stats", nullary(logStatsOp(a)))
+	handle("whatif", unary(whatifOp(a)))
 	ns := notifyServe{a} // notify_admin.go
 	handle("notify/list", nullary(ns.NotifyList))
 	handle("notify/set", unary(ns.NotifySet))

@@ -62,6 +62,7 @@ commands:
   notify list [--json] | notify set NAME KINDS@SCOPE... | notify test NAME
   notify ledger NAME [--state S] [--limit N] [--json] | notify redeliver NAME ID|--all NAME
   replay [--until T] --output FILE       rebuild every projection into a fresh database
+  whatif --online-window D --address-grace D [--since T] [--until T] [--json]   the history replayed under other rules
   backup --output FILE [--force]         a verified copy of the database, also while serve runs
   health [--url URL]                     exit 0 when serve answers /api/livez (container health checks)
   restore FILE [--force]                 put a verified backup in place of the database (serve stopped)
@@ -122,10 +123,10 @@ func dispatch(e *env, args []string) error {
 	switch cmd {
 	case "serve":
 		return cmdServe(e, rest)
-	case "init":
-		return cmdInit(e, rest)
 	case "sensor":
 		return cmdSensor(e, rest)
+	case "init":
+		return cmdInit(e, rest)
 	case "config":
 		return sub(e, "config", rest, map[string]func(*env, []string) error{"check": cmdConfigCheck, "show": cmdConfigShow})
 	case "token":
@@ -138,6 +139,8 @@ func dispatch(e *env, args []string) error {
 		return cmdNotify(e, rest)
 	case "replay":
 		return cmdReplay(e, rest)
+	case "whatif":
+		return cmdWhatif(e, rest)
 	case "health":
 		return cmdHealth(e, rest)
 	case "backup":

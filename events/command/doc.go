@@ -1,6 +1,7 @@
 // Package command is the one write side of jocasta: every change a
-// person asks for (edit a device, watch it, create or revoke a token, add,
-// change or remove an account; later merges and notification rules) is a
+// person asks for (edit a device, watch it, merge devices or separate
+// them (merge.go), create or revoke a token, add, change or remove an
+// account, set notification rules) is a
 // method of Commander, which validates it, decides it inside the log's
 // append against the read models as of the log's head, and appends its
 // event. The JSON API, the control socket (CLI), and later the web

@@ -10,10 +10,11 @@
 //
 // # Overview
 //
-// [Inventory] is a runner.Projection (name "inventory", version 1). It
-// reads sweep.completed, portscan.completed, device.edited,
-// device.watch_set, clock.ticked and retention.purged, and skips every
-// other kind. It keeps devices in memory (queries take a read lock) and
+// [Inventory] is a runner.Projection (name "inventory"). It reads
+// sweep.completed, portscan.completed, plugin.read, dns.read and
+// scan.failed (sources' health), device.edited, device.watch_set,
+// device.merged and device.unmerged (merge.go), clock.ticked and
+// retention.purged, and skips every other kind. It keeps devices in memory (queries take a read lock) and
 // writes their rows and the change log to its buckets in
 // the runner's transaction; Load rebuilds memory from the rows, and a
 // test reloads after every scenario to prove nothing lives only in
@@ -143,4 +144,11 @@
 // index → time, kind, JSON entry), changes_by_device, changes_by_time
 // (indexes for device queries and retention) and meta (the start of the newest complete
 // sweep per network, the presence evidence).
+//
+// # History
+//
+// history (device id + time + seq → the device's history fields after
+// an event that changed them) and history_by_time answer the inventory
+// at an instant and diffs (DeviceAt, DevicesAt, StatsAt, Diff; at.go,
+// docs/history.md).
 package inventory

@@ -31,6 +31,7 @@ func (i *Inventory) ChangesAfter(ctx context.Context, after uint64, limit int) (
 	}
 	out := []projections.ChangeEntry{}
 	next := after
+	roots := i.aliasRoots() // a merged device's entries show its group (merge.go)
 	err = db.View(func(tx *bolt.Tx) error {
 		cb := tx.Bucket([]byte(bucketChanges))
 		if cb == nil {
@@ -59,6 +60,9 @@ func (i *Inventory) ChangesAfter(ctx context.Context, after uint64, limit int) (
 			var e projections.ChangeEntry
 			if err := json.Unmarshal(js, &e); err != nil {
 				return fmt.Errorf("change %x: %w", k, err)
+			}
+			if r, ok := roots[e.DeviceID]; ok {
+				e.DeviceID = r
 			}
 			out = append(out, e)
 			next = seq

@@ -47,7 +47,7 @@ const (
 
 var allBuckets = []string{
 	bucketDevices, bucketChanges, bucketChangesByDevice, bucketChangesByTime,
-	bucketMeta, bucketReads, bucketSweepBase,
+	bucketMeta, bucketReads, bucketSweepBase, bucketHistory, bucketHistoryByTime,
 }
 
 // retiredBuckets are buckets older builds wrote: inventory.scans held
@@ -118,6 +118,9 @@ type Inventory struct {
 	// sweepBases are the sweep sources' last sweeps (sweepbase.go).
 	sweepBases map[string]*sweepBase
 	version    uint64 // bumped by every change, keys the query caches
+	// merges links each merged device to the one it was merged into
+	// (merge.go).
+	merges map[string]string
 
 	dirty      map[string]*device
 	deleted    map[string]bool
@@ -135,6 +138,9 @@ type Inventory struct {
 	// per device (device.slot), read without a lock while the read lock
 	// is held, grown and freed only under the write lock (docSlots).
 	docs docSlots
+
+	// hist is the memory side of the history rows (at.go).
+	hist histState
 }
 
 // New returns an empty inventory. It serves queries once the runner has
@@ -175,6 +181,8 @@ func (i *Inventory) reset() {
 	i.dirty = map[string]*device{}
 	i.deleted = map[string]bool{}
 	i.metaDirty = false
+	i.hist.reset()
+	i.merges = map[string]string{}
 	i.version++
 }
 
@@ -256,6 +264,10 @@ func (i *Inventory) Load(tx *bolt.Tx) error {
 		i.reset()
 		return fmt.Errorf("inventory: load sweep bases: %w", err)
 	}
+	if err := i.loadMerges(tx); err != nil {
+		i.reset()
+		return err
+	}
 	for _, id := range i.sortedIDs() {
 		d := i.devs[id]
 		for _, a := range d.Addrs {
@@ -271,6 +283,10 @@ func (i *Inventory) Load(tx *bolt.Tx) error {
 		}
 		d.refreshDerived(i.opts.Vendor)
 		i.refreshCoverage(d)
+	}
+	if err := i.loadHistory(tx); err != nil {
+		i.reset()
+		return fmt.Errorf("inventory: load history: %w", err)
 	}
 	return nil
 }
@@ -371,6 +387,10 @@ func (i *Inventory) Prepare(ev events.Envelope) (any, error) {
 		p = &events.DeviceEdited{}
 	case events.KindDeviceWatchSet:
 		p = &events.DeviceWatchSet{}
+	case events.KindDeviceMerged:
+		p = &events.DeviceMerged{}
+	case events.KindDeviceUnmerged:
+		p = &events.DeviceUnmerged{}
 	case events.KindClockTicked:
 		p = &events.ClockTicked{}
 	case events.KindRetentionPurged:
@@ -406,6 +426,9 @@ func (i *Inventory) Prepare(ev events.Envelope) (any, error) {
 // ApplyPrepared is Apply with the payload Prepare returned.
 func (i *Inventory) ApplyPrepared(tx *bolt.Tx, ev events.Envelope, prepared any) error {
 	if prepared == nil {
+		i.mu.Lock()
+		i.hist.sawTime(ev.Time) // at.go: the clock of the history rows
+		i.mu.Unlock()
 		return nil
 	}
 	i.mu.Lock()
@@ -426,6 +449,10 @@ func (i *Inventory) ApplyPrepared(tx *bolt.Tx, ev events.Envelope, prepared any)
 		err = i.applyEdit(em, p)
 	case *events.DeviceWatchSet:
 		err = i.applyWatch(em, p)
+	case *events.DeviceMerged:
+		err = i.applyMerge(em, p)
+	case *events.DeviceUnmerged:
+		err = i.applyUnmerge(em, p)
 	case *events.ClockTicked:
 		at := p.At
 		if at.IsZero() {
@@ -433,7 +460,9 @@ func (i *Inventory) ApplyPrepared(tx *bolt.Tx, ev events.Envelope, prepared any)
 		}
 		err = i.evaluate(em, at.UTC(), false)
 	case *events.RetentionPurged:
-		err = i.applyPurge(em, p)
+		if err = i.applyPurge(em, p); err == nil {
+			err = i.dropPurgedMerges(em)
+		}
 	case *events.ScanFailed:
 		i.sourceFailing(ev.Source, p.Kind, p.Finished.UTC(), p.Reason)
 	case *readPrep:
@@ -445,6 +474,9 @@ func (i *Inventory) ApplyPrepared(tx *bolt.Tx, ev events.Envelope, prepared any)
 	}
 	if err == nil {
 		err = i.emitSourceChanges(em)
+	}
+	if err == nil {
+		err = i.recordHistory(em, prepared)
 	}
 	i.sourceChanges = i.sourceChanges[:0]
 	i.normalizeTop() // for NextPresenceDeadline
@@ -458,6 +490,7 @@ func (i *Inventory) ApplyPrepared(tx *bolt.Tx, ev events.Envelope, prepared any)
 // markDirty queues d's row for the next Flush.
 func (i *Inventory) markDirty(d *device) {
 	i.dirty[d.ID] = d
+	i.hist.touch(d)
 	delete(i.deleted, d.ID)
 }
 

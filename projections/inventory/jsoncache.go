@@ -239,9 +239,9 @@ func (i *Inventory) DeviceJSON(ctx context.Context, id string) ([]byte, error) {
 	}
 	i.mu.RLock()
 	defer i.mu.RUnlock()
-	d := i.devs[id]
-	if d == nil {
-		return nil, fmt.Errorf("inventory: device %q: %w", id, projections.ErrNotFound)
+	d, err := i.lookupView(id) // a merged device is a *MergedError
+	if err != nil {
+		return nil, err
 	}
 	if b := i.cachedJSON(d); b != nil {
 		return b, nil

@@ -53,6 +53,10 @@ func (i *Inventory) ListEvents(ctx context.Context, f projections.EventFilter) (
 	if strings.ContainsAny(f.Device, "\x00\x01") {
 		return page, nil // not an id: the index separator would misread it
 	}
+	// A device with others merged into it lists theirs too, and every
+	// entry of a merged device shows the device it is merged into
+	// (merge.go).
+	group, roots := i.groupIDs(f.Device), i.aliasRoots()
 	var lastKey []byte
 	more := false
 	err = db.View(func(tx *bolt.Tx) error {
@@ -112,6 +116,9 @@ func (i *Inventory) ListEvents(ctx context.Context, f projections.EventFilter) (
 				return k
 			}
 		}
+		if ib := tx.Bucket([]byte(bucketChangesByDevice)); group != nil && ib != nil {
+			next = mergedIndexWalk(ib, group, after)
+		}
 		for n := 0; ; n++ {
 			if n%1024 == 1023 {
 				if err := ctx.Err(); err != nil {
@@ -139,6 +146,9 @@ func (i *Inventory) ListEvents(ctx context.Context, f projections.EventFilter) (
 			var e projections.ChangeEntry
 			if err := json.Unmarshal(js, &e); err != nil {
 				return fmt.Errorf("change %x: %w", ck, err)
+			}
+			if r, ok := roots[e.DeviceID]; ok {
+				e.DeviceID = r
 			}
 			page.Items = append(page.Items, e)
 			lastKey = bytes.Clone(ck)

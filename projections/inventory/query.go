@@ -83,10 +83,7 @@ func (i *Inventory) sortedBy(field string) []*device {
 	if s, ok := c.sorted[field]; ok {
 		return s
 	}
-	s := make([]*device, 0, len(i.devs))
-	for _, d := range i.devs {
-		s = append(s, d)
-	}
+	s := i.viewDevices() // merged devices as their groups (merge.go)
 	cmp := deviceCmp(field)
 	slices.SortFunc(s, cmp)
 	c.sorted[field] = s
@@ -391,9 +388,9 @@ func (i *Inventory) Device(ctx context.Context, id string) (projections.Device, 
 	}
 	i.mu.RLock()
 	defer i.mu.RUnlock()
-	d := i.devs[id]
-	if d == nil {
-		return projections.Device{}, fmt.Errorf("inventory: device %q: %w", id, projections.ErrNotFound)
+	d, err := i.lookupView(id) // a merged device is a *MergedError
+	if err != nil {
+		return projections.Device{}, err
 	}
 	return d.view(), nil
 }
@@ -403,9 +400,9 @@ func (i *Inventory) Device(ctx context.Context, id string) (projections.Device, 
 func (i *Inventory) WatchState(id string) (projections.WatchState, error) {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
-	d := i.devs[id]
-	if d == nil {
-		return projections.WatchState{}, fmt.Errorf("inventory: device %q: %w", id, projections.ErrNotFound)
+	d, err := i.lookupView(id) // a merged device is a *MergedError
+	if err != nil {
+		return projections.WatchState{}, err
 	}
 	return projections.WatchState{Watched: d.Watched, Presence: d.Presence}, nil
 }
@@ -422,7 +419,7 @@ func (i *Inventory) Groups(ctx context.Context) ([]projections.Group, error) {
 	c := i.cache()
 	if c.groups == nil {
 		counts := map[string]int{}
-		for _, d := range i.devs {
+		for _, d := range i.viewDevices() {
 			if d.Group != nil {
 				counts[*d.Group]++
 			}
@@ -450,15 +447,16 @@ func (i *Inventory) Stats(ctx context.Context) (projections.Stats, error) {
 	defer i.idxMu.Unlock()
 	c := i.cache()
 	if c.stats == nil {
+		view := i.viewDevices() // merged devices count once
 		st := &projections.Stats{
-			Devices:    len(i.devs),
+			Devices:    len(view),
 			ByPresence: map[string]int{presenceOnline: 0, presenceOffline: 0, presenceQuiet: 0},
 			ByGroup:    map[string]int{},
 			ByNetwork:  map[string]int{},
 			BySource:   map[string]int{},
 		}
 		var newest *device
-		for _, d := range i.devs {
+		for _, d := range view {
 			st.ByPresence[d.Presence]++
 			if d.Group != nil {
 				st.ByGroup[*d.Group]++

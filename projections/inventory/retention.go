@@ -46,7 +46,7 @@ func (i *Inventory) applyPurge(em *emitter, p *events.RetentionPurged) error {
 	ids = slices.Compact(ids)
 	for _, id := range ids {
 		d := i.devs[id]
-		if d == nil || !d.LastSeen.Before(cut) || d.protected() {
+		if d == nil || !d.LastSeen.Before(cut) || d.protected() || i.keptByMerge(d, cut) {
 			continue
 		}
 		own, err := deviceChanges(tx, id)
@@ -139,7 +139,7 @@ func (i *Inventory) PurgePlan(ctx context.Context, c Cutoffs) (map[string]int, [
 	if c.Devices != nil {
 		for _, id := range i.sortedIDs() {
 			d := i.devs[id]
-			if d.LastSeen.Before(*c.Devices) && !d.protected() {
+			if d.LastSeen.Before(*c.Devices) && !d.protected() && !i.keptByMerge(d, *c.Devices) {
 				deleted = append(deleted, id)
 			}
 		}

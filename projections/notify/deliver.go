@@ -189,6 +189,8 @@ var pushTitles = map[string][2]string{
 	projections.ChangeDeleted:         {"Device removed", "wastebasket"},
 	projections.ChangeSourceFailing:   {"Source failing", "rotating_light"},
 	projections.ChangeSourceRecovered: {"Source works again", "white_check_mark"},
+	projections.ChangeMerged:          {"Devices merged", "link"},
+	projections.ChangeUnmerged:        {"Devices separated", "scissors"},
 	KindDigest:                        {"Changes", "bell"},
 }
 

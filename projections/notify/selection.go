@@ -26,6 +26,7 @@ func SelectableKinds() []string {
 		projections.ChangePortClosed, projections.ChangeAttached, projections.ChangeEdited,
 		projections.ChangeWatchStarted, projections.ChangeWatchStopped, projections.ChangeDeleted,
 		projections.ChangeSourceFailing, projections.ChangeSourceRecovered,
+		projections.ChangeMerged, projections.ChangeUnmerged,
 	}
 }
 

@@ -1,0 +1,214 @@
+package httpapi
+
+import (
+	"cmp"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jocasta/jocasta/projections"
+	"github.com/jocasta/jocasta/projections/history"
+)
+
+// HistoryReader is an optional interface of an Inventory: the inventory
+// as it was at an instant (at= on GET /api/devices, /api/devices/{id} and
+// /api/stats) and the difference of two instants (GET /api/diff). Each
+// returns an error matching history.ErrCompacted (a
+// *history.CompactedError naming the earliest instant that works) for an
+// instant before the kept history; DeviceAt returns projections.ErrNotFound
+// for a device that did not exist at that instant.
+type HistoryReader interface {
+	DeviceAt(ctx context.Context, id string, at time.Time) (history.Device, error)
+	DevicesAt(ctx context.Context, at time.Time) ([]history.Device, error)
+	StatsAt(ctx context.Context, at time.Time) (history.Stats, error)
+	Diff(ctx context.Context, from, to time.Time) (history.Diff, error)
+}
+
+// slugHistoryCompacted is the problem of an instant before the kept
+// history (410).
+const slugHistoryCompacted = "history-compacted"
+
+// hasAt reports whether the request's query has at= (the history form of
+// the endpoint).
+func hasAt(r *http.Request) bool {
+	if r.URL.RawQuery == "" {
+		return false
+	}
+	vals, err := url.ParseQuery(r.URL.RawQuery)
+	return err == nil && vals.Has("at")
+}
+
+// historyReader returns the inventory's HistoryReader; without one the history
+// endpoints answer 404 not-recorded.
+func (s *server) historyReader() (HistoryReader, error) {
+	h, ok := s.inv.(HistoryReader)
+	if !ok {
+		return nil, errNotRecorded("this inventory keeps no history: at= and /api/diff are not available")
+	}
+	return h, nil
+}
+
+// historyError maps the errors of a HistoryReader: 410 for an instant
+// before the kept history, naming the earliest that works.
+func historyError(err error, what string) error {
+	var ce *history.CompactedError
+	if errors.As(err, &ce) {
+		e := ce.Earliest.UTC()
+		p := newProblem(http.StatusGone, slugHistoryCompacted, "History compacted",
+			fmt.Sprintf("%s is before the kept history (retention removed what came before): ask for %s or later",
+				ce.At.UTC().Format(time.RFC3339Nano), e.Format(time.RFC3339Nano)))
+		p.Earliest = e.Format(time.RFC3339Nano)
+		return p
+	}
+	return fmt.Errorf("httpapi: %s: %w", what, err)
+}
+
+// atParam reads a required RFC 3339 instant.
+func atParam(q *query, name string) time.Time {
+	t := q.time(name)
+	if t == nil {
+		if _, given := q.vals[name]; !given {
+			q.fail(name, "missing: give an RFC 3339 time, e.g. 2026-01-02T15:04:05Z")
+		}
+		return time.Time{}
+	}
+	return *t
+}
+
+// devicesAtPage is GET /api/devices?at=: one page of the devices as they
+// were at At, by name.
+type devicesAtPage struct {
+	At         time.Time        `json:"at"`
+	Items      []history.Device `json:"items"`
+	NextCursor *string          `json:"next_cursor"`
+}
+
+var devicesAtParams = map[string]bool{"at": false, "limit": false, "cursor": false}
+
+// listDevicesAt answers GET /api/devices?at=T. The cursor is the base64url
+// of "h", the lower-case name and the id of the last device of the page.
+func (s *server) listDevicesAt(w http.ResponseWriter, r *http.Request) error {
+	q, err := parseQuery(r, devicesAtParams)
+	if err != nil {
+		return err
+	}
+	at := atParam(q, "at")
+	limit := q.limit()
+	var afterName, afterID string
+	if raw := q.cursor(); raw != "" {
+		b, err := base64.RawURLEncoding.DecodeString(raw)
+		name, id, ok := strings.Cut(string(b), "\x00")
+		if err != nil || !strings.HasPrefix(name, "h") || !ok || id == "" {
+			q.fail("cursor", "not a cursor this endpoint gave: start again without it")
+		}
+		afterName, afterID = strings.TrimPrefix(name, "h"), id
+	}
+	if err := q.err(); err != nil {
+		return err
+	}
+	h, err := s.historyReader()
+	if err != nil {
+		return err
+	}
+	all, err := h.DevicesAt(r.Context(), at)
+	if err != nil {
+		return historyError(err, "listing devices at an instant")
+	}
+	page := devicesAtPage{At: at, Items: []history.Device{}}
+	for _, d := range all {
+		key := strings.ToLower(d.Name)
+		if afterID != "" && cmp.Or(cmp.Compare(key, afterName), cmp.Compare(d.ID, afterID)) <= 0 {
+			continue
+		}
+		if len(page.Items) == limit {
+			last := page.Items[len(page.Items)-1]
+			c := base64.RawURLEncoding.EncodeToString([]byte("h" + strings.ToLower(last.Name) + "\x00" + last.ID))
+			page.NextCursor = &c
+			break
+		}
+		page.Items = append(page.Items, d)
+	}
+	return writeJSON(w, r, http.StatusOK, page)
+}
+
+// getDeviceAt answers GET /api/devices/{id}?at=T.
+func (s *server) getDeviceAt(w http.ResponseWriter, r *http.Request) error {
+	q, err := parseQuery(r, map[string]bool{"at": false})
+	if err != nil {
+		return err
+	}
+	at := atParam(q, "at")
+	if err := q.err(); err != nil {
+		return err
+	}
+	id, err := deviceID(r)
+	if err != nil {
+		return err
+	}
+	h, err := s.historyReader()
+	if err != nil {
+		return err
+	}
+	d, err := h.DeviceAt(r.Context(), id, at)
+	if errors.Is(err, projections.ErrNotFound) {
+		return newProblem(http.StatusNotFound, slugDeviceNotFound, "Device not found",
+			fmt.Sprintf("no device had id %q at %s: list the devices of that instant with GET /api/devices?at=", id, at.Format(time.RFC3339Nano)))
+	}
+	if err != nil {
+		return historyError(err, "reading device "+id+" at an instant")
+	}
+	return writeJSON(w, r, http.StatusOK, d)
+}
+
+// statsAt answers GET /api/stats?at=T.
+func (s *server) statsAt(w http.ResponseWriter, r *http.Request) error {
+	q, err := parseQuery(r, map[string]bool{"at": false})
+	if err != nil {
+		return err
+	}
+	at := atParam(q, "at")
+	if err := q.err(); err != nil {
+		return err
+	}
+	h, err := s.historyReader()
+	if err != nil {
+		return err
+	}
+	st, err := h.StatsAt(r.Context(), at)
+	if err != nil {
+		return historyError(err, "reading stats at an instant")
+	}
+	return writeJSON(w, r, http.StatusOK, st)
+}
+
+var diffParams = map[string]bool{"from": false, "to": false}
+
+// diff answers GET /api/diff?from=T1&to=T2: the devices added, removed
+// and changed (history.DiffFields) from T1 to T2.
+func (s *server) diff(w http.ResponseWriter, r *http.Request) error {
+	q, err := parseQuery(r, diffParams)
+	if err != nil {
+		return err
+	}
+	from, to := atParam(q, "from"), atParam(q, "to")
+	if !from.IsZero() && !to.IsZero() && to.Before(from) {
+		q.fail("to", "earlier than from: give to at or after from")
+	}
+	if err := q.err(); err != nil {
+		return err
+	}
+	h, err := s.historyReader()
+	if err != nil {
+		return err
+	}
+	d, err := h.Diff(r.Context(), from, to)
+	if err != nil {
+		return historyError(err, "computing a diff")
+	}
+	return writeJSON(w, r, http.StatusOK, d)
+}

@@ -1,0 +1,222 @@
+package httpapi_test
+
+import (
+	"context"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jocasta/jocasta/httpapi"
+	"github.com/jocasta/jocasta/projections"
+	"github.com/jocasta/jocasta/projections/history"
+)
+
+// fakeEarliest is the earliest instant the fake's history can show.
+var fakeEarliest = time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
+
+// The fake's history: each fixture device exists from its first_seen on,
+// as it is now; the instants asked are recorded.
+func (f *fakeInventory) historyAt(at time.Time) ([]history.Device, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	f.ats = append(f.ats, at)
+	if at.Before(fakeEarliest) {
+		return nil, &history.CompactedError{At: at, Earliest: fakeEarliest}
+	}
+	var out []history.Device
+	for _, d := range f.devices {
+		if d.FirstSeen.After(at) {
+			continue
+		}
+		out = append(out, history.Device{ID: d.ID, Name: d.Name, Names: map[string]string{}, MAC: d.MAC,
+			Addresses: []history.Address{}, Ports: []int{}, Presence: d.Presence, FirstSeen: d.FirstSeen.UTC(), Sources: []string{}})
+	}
+	slices.SortFunc(out, func(a, b history.Device) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+func (f *fakeInventory) DeviceAt(_ context.Context, id string, at time.Time) (history.Device, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ds, err := f.historyAt(at)
+	if err != nil {
+		return history.Device{}, err
+	}
+	for _, d := range ds {
+		if d.ID == id {
+			return d, nil
+		}
+	}
+	return history.Device{}, projections.ErrNotFound
+}
+
+func (f *fakeInventory) DevicesAt(_ context.Context, at time.Time) ([]history.Device, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.historyAt(at)
+}
+
+func (f *fakeInventory) StatsAt(_ context.Context, at time.Time) (history.Stats, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ds, err := f.historyAt(at)
+	if err != nil {
+		return history.Stats{}, err
+	}
+	return history.Stats{At: at, Devices: len(ds), ByPresence: map[string]int{}, ByGroup: map[string]int{}, ByNetwork: map[string]int{}, BySource: map[string]int{}}, nil
+}
+
+func (f *fakeInventory) Diff(_ context.Context, from, to time.Time) (history.Diff, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a, err := f.historyAt(from)
+	if err != nil {
+		return history.Diff{}, err
+	}
+	b, err := f.historyAt(to)
+	if err != nil {
+		return history.Diff{}, err
+	}
+	d := history.Diff{From: from, To: to, Added: []history.Device{}, Removed: []history.Device{}, Changed: []history.Changed{}}
+	for _, x := range b {
+		if !slices.ContainsFunc(a, func(y history.Device) bool { return y.ID == x.ID }) {
+			d.Added = append(d.Added, x)
+		}
+	}
+	if len(a) > 0 {
+		d.Changed = append(d.Changed, history.Changed{ID: a[0].ID, Name: a[0].Name,
+			Fields: map[string]history.FieldChange{"presence": {From: "offline", To: a[0].Presence}}})
+	}
+	return d, nil
+}
+
+var _ httpapi.HistoryReader = (*fakeInventory)(nil)
+
+func TestHistoryAt(t *testing.T) {
+	e := newEnv(t, httpapi.Config{})
+	q := func(s string) string { return url.QueryEscape(s) }
+	all := len(e.inv.devices)
+	tests := []struct {
+		name, target string
+		status       int
+		slug         string
+		check        func(t *testing.T, body []byte)
+	}{
+		{"list now", "/api/devices?at=" + q("2026-03-02T12:00:00Z"), 200, "", func(t *testing.T, body []byte) {
+			p := decode[struct {
+				At         time.Time        `json:"at"`
+				Items      []history.Device `json:"items"`
+				NextCursor *string          `json:"next_cursor"`
+			}](t, body)
+			if len(p.Items) != all || p.NextCursor != nil || !p.At.Equal(time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)) {
+				t.Fatalf("page %+v", p)
+			}
+		}},
+		{"list in an offset, before every device", "/api/devices?at=" + q("2026-02-02T01:00:00+01:00"), 200, "", func(t *testing.T, body []byte) {
+			if !strings.Contains(string(body), `"at":"2026-02-02T00:00:00Z","items":[],"next_cursor":null`) {
+				t.Fatalf("body %s", body)
+			}
+		}},
+		{"list before the kept history", "/api/devices?at=" + q("2026-01-31T23:59:59Z"), 410, "history-compacted", func(t *testing.T, body []byte) {
+			if !strings.Contains(string(body), `"earliest":"2026-02-01T00:00:00Z"`) || !strings.Contains(string(body), "2026-02-01T00:00:00Z or later") {
+				t.Fatalf("body %s", body)
+			}
+		}},
+		{"list with a bad at", "/api/devices?at=yesterday", 400, "invalid-query", nil},
+		{"list with an empty at", "/api/devices?at=", 400, "invalid-query", nil},
+		{"list at with a filter", "/api/devices?at=" + q("2026-03-02T12:00:00Z") + "&group=lab", 400, "invalid-query", nil},
+		{"list at with a bad cursor", "/api/devices?at=" + q("2026-03-02T12:00:00Z") + "&cursor=zz", 400, "invalid-query", nil},
+		{"device", "/api/devices/dev-nas?at=" + q("2026-03-02T12:00:00Z"), 200, "", func(t *testing.T, body []byte) {
+			d := decode[history.Device](t, body)
+			if d.ID != "dev-nas" {
+				t.Fatalf("device %+v", d)
+			}
+		}},
+		{"device before it existed", "/api/devices/dev-nas?at=" + q("2026-02-02T00:00:00Z"), 404, "device-not-found", nil},
+		{"device before the kept history", "/api/devices/dev-nas?at=" + q("2025-12-01T00:00:00Z"), 410, "history-compacted", nil},
+		{"device with a bad at", "/api/devices/dev-nas?at=2026-13-01T00:00:00Z", 400, "invalid-query", nil},
+		{"device with at and another parameter", "/api/devices/dev-nas?at=" + q("2026-03-02T12:00:00Z") + "&limit=2", 400, "invalid-query", nil},
+		{"stats", "/api/stats?at=" + q("2026-03-02T12:00:00Z"), 200, "", func(t *testing.T, body []byte) {
+			s := decode[history.Stats](t, body)
+			if s.Devices != all {
+				t.Fatalf("stats %+v", s)
+			}
+		}},
+		{"stats before the kept history", "/api/stats?at=" + q("2020-01-01T00:00:00Z"), 410, "history-compacted", nil},
+		{"stats with a bad at", "/api/stats?at=now", 400, "invalid-query", nil},
+		{"diff", "/api/diff?from=" + q("2026-02-02T00:00:00Z") + "&to=" + q("2026-03-02T12:00:00Z"), 200, "", func(t *testing.T, body []byte) {
+			d := decode[history.Diff](t, body)
+			if len(d.Added) != all || len(d.Removed) != 0 || !d.From.Equal(time.Date(2026, 2, 2, 0, 0, 0, 0, time.UTC)) {
+				t.Fatalf("diff %+v", d)
+			}
+		}},
+		{"diff before the kept history", "/api/diff?from=" + q("2026-01-02T00:00:00Z") + "&to=" + q("2026-03-02T12:00:00Z"), 410, "history-compacted", nil},
+		{"diff without to", "/api/diff?from=" + q("2026-02-02T00:00:00Z"), 400, "invalid-query", nil},
+		{"diff backwards", "/api/diff?from=" + q("2026-03-02T00:00:00Z") + "&to=" + q("2026-02-02T12:00:00Z"), 400, "invalid-query", nil},
+		{"diff with an unknown parameter", "/api/diff?from=" + q("2026-02-02T00:00:00Z") + "&to=" + q("2026-03-02T12:00:00Z") + "&bogus=1", 400, "invalid-query", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := e.do("GET", tc.target, "", bearer(tokRead))
+			if tc.slug != "" {
+				wantProblem(t, resp, body, tc.status, tc.slug)
+			} else {
+				wantStatus(t, resp, body, tc.status)
+			}
+			if tc.check != nil {
+				tc.check(t, body)
+			}
+		})
+	}
+}
+
+// Paging of the list at an instant: by name, limit and the cursor given.
+func TestHistoryAtPaging(t *testing.T) {
+	e := newEnv(t, httpapi.Config{})
+	at := url.QueryEscape("2026-03-02T12:00:00Z")
+	var names []string
+	target := "/api/devices?limit=1&at=" + at
+	for range 10 {
+		resp, body := e.do("GET", target, "", bearer(tokRead))
+		wantStatus(t, resp, body, 200)
+		p := decode[struct {
+			At         time.Time        `json:"at"`
+			Items      []history.Device `json:"items"`
+			NextCursor *string          `json:"next_cursor"`
+		}](t, body)
+		for _, d := range p.Items {
+			names = append(names, d.Name)
+		}
+		if p.NextCursor == nil {
+			break
+		}
+		target = "/api/devices?limit=1&at=" + at + "&cursor=" + url.QueryEscape(*p.NextCursor)
+	}
+	if len(names) != len(e.inv.devices) || !slices.IsSorted(names) {
+		t.Fatalf("pages gave %v", names)
+	}
+}
+
+// getDiff's shared statuses: 401 without a token, 429 past the rate,
+// 500 when the inventory fails (without leaking it).
+func TestDiffErrors(t *testing.T) {
+	target := "/api/diff?from=" + url.QueryEscape("2026-02-02T00:00:00Z") + "&to=" + url.QueryEscape("2026-03-02T12:00:00Z")
+	e := newEnv(t, httpapi.Config{})
+	resp, body := e.do("GET", target, "")
+	wantProblem(t, resp, body, 401, "token-missing")
+	e = newEnv(t, httpapi.Config{ClientRate: 0.001, ClientBurst: 1})
+	resp, body = e.do("GET", target, "", bearer(tokRead))
+	wantStatus(t, resp, body, 200)
+	resp, body = e.do("GET", target, "", bearer(tokRead))
+	wantProblem(t, resp, body, 429, "rate-limited")
+	e = newEnv(t, httpapi.Config{})
+	e.inv.fail = true
+	resp, body = e.do("GET", target, "", bearer(tokRead))
+	wantProblem(t, resp, body, 500, "internal")
+	if strings.Contains(string(body), "secret-path") {
+		t.Fatalf("500 leaks: %s", body)
+	}
+}
