@@ -142,6 +142,7 @@ func (c *core) mcpHandler(cfg *config.Config, log zerolog.Logger) *mcp.Endpoint 
 	if d := dnsAPI(cfg, c.dns); d != nil {
 		md.DNS = d
 	}
+	md.History = c.inv // the inventory at a past instant
 	h, err := mcp.NewEndpoint(md)
 	if err != nil { // only for missing dependencies, which core always has
 		log.Error().Err(err).Msg("MCP endpoint unavailable")

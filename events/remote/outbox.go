@@ -10,6 +10,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/jocasta/jocasta/events"
 )
@@ -154,7 +155,7 @@ func (o *Outbox) update(fn func(*bolt.Tx) error) error {
 		return ErrClosed
 	}
 	err := o.db.Update(fn)
-	if errors.Is(err, bolt.ErrDatabaseNotOpen) {
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		return ErrClosed
 	}
 	return err
@@ -168,7 +169,7 @@ func (o *Outbox) view(fn func(*bolt.Tx) error) error {
 		return ErrClosed
 	}
 	err := o.db.View(fn)
-	if errors.Is(err, bolt.ErrDatabaseNotOpen) {
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		return ErrClosed
 	}
 	return err

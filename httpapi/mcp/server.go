@@ -27,6 +27,9 @@ type Deps struct {
 	// Traffic and DNS, when set, offer device_traffic and device_dns.
 	Traffic Traffic
 	DNS     DNS
+	// History, when set, offers inventory_at and inventory_diff (the
+	// inventory at a past instant; httpapi's at= and /api/diff).
+	History httpapi.HistoryReader
 	// Version is reported to clients as the server's version.
 	Version string
 	Log     *slog.Logger
@@ -82,6 +85,7 @@ func NewEndpoint(d Deps) (*Endpoint, error) {
 	t := &tools{d: d}
 	t.register(s)
 	t.registerActivity(s)
+	t.registerHistory(s)
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s },
 		&sdk.StreamableHTTPOptions{Logger: d.Log, SessionTimeout: 30 * time.Minute})
 	// The router has checked the token; hand its principal to the SDK.

@@ -470,7 +470,8 @@ func (i *Inventory) viewHistory(ctx context.Context, ats []time.Time, fn func(r 
 
 // at returns the row of id at t (nil when the device did not exist).
 func (r *histReader) at(id []byte, t time.Time) ([]byte, error) {
-	k, v := r.c.Seek(histSeekKey(id, t))
+	var v []byte
+	k, _ := r.c.Seek(histSeekKey(id, t))
 	if k == nil {
 		k, v = r.c.Last()
 	} else {

@@ -509,13 +509,6 @@ func (d *device) currentAddrIP() netip.Addr {
 	return netip.Addr{}
 }
 
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
 func emptyNil(s string) any {
 	if s == "" {
 		return nil

@@ -444,7 +444,7 @@ func presentMinutes(c *bolt.Cursor, hour []byte, out []byte) []byte {
 	for m := 0; m < 256; {
 		seek[offMinute] = byte(m)
 		k, _ := c.Seek(seek[:])
-		if k == nil || len(k) <= offMinute || !bytes.Equal(k[:offMinute], hour) {
+		if len(k) <= offMinute || !bytes.Equal(k[:offMinute], hour) {
 			break
 		}
 		out = append(out, k[offMinute])
