@@ -310,6 +310,10 @@ type deviceView struct {
 	// Domains are the device's top DNS lookups of the last day, nil when
 	// no lookups are recorded.
 	Domains *dns.Top
+	// Members are the devices merged into this one; Merge the merge
+	// form.
+	Members []memberRow
+	Merge   mergeForm
 }
 
 func (v deviceView) PageTitle() string { return v.D.Name }
@@ -331,15 +335,24 @@ type editForm struct {
 }
 
 func (s *Server) devicePage(w http.ResponseWriter, r *http.Request) error {
-	q, err := newQuery(r, "saved")
+	q, err := newQuery(r, "saved", "merged", "separated")
 	if err != nil {
 		return err
 	}
 	v, err := s.deviceView(r, r.PathValue("id"))
+	if into := mergedInto(err); into != "" {
+		s.render(w, r, http.StatusOK, "merged", mergedView{ID: r.PathValue("id"), Into: into})
+		return nil
+	}
 	if err != nil {
 		return err
 	}
 	v.Saved = q.str("saved") == "1"
+	if o := q.str("merged"); o != "" {
+		v.Merge.Done = "Device " + o + " is merged into this one."
+	} else if o := q.str("separated"); o != "" {
+		v.Merge.Done = "Device " + o + " is separated: it is shown on its own again."
+	}
 	s.render(w, r, http.StatusOK, "device", v)
 	return nil
 }
@@ -403,6 +416,12 @@ func (s *Server) deviceView(r *http.Request, id string) (deviceView, error) {
 	}
 	if v.Domains, err = s.deviceDNS(ctx, id); err != nil {
 		return deviceView{}, err
+	}
+	if s.merge != nil {
+		v.Merge.On = true
+		if v.Members, err = s.members(ctx, id); err != nil {
+			return deviceView{}, err
+		}
 	}
 	if changes.NextCursor != nil {
 		v.MoreURL = "/changes?device=" + url.QueryEscape(id)

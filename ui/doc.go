@@ -40,6 +40,20 @@
 // kind ticked is dropped), send a test message and re-deliver dead
 // ledger records; the rules event has the signed-in user as its actor.
 //
+// # History and merges
+//
+// Deps.History (projections/inventory's DevicesAt, StatsAt and Diff; by
+// default the Inventory's when it has them) gives the History page: the
+// devices and stats at an instant (?at=, a datetime-local value in
+// Config.Location) and the changes between two (?from=&to=); an instant
+// before the kept history answers 410 naming, and linking, the earliest
+// that works. When the Commander also implements Merger, the device page
+// merges another device into the shown one and lists the merged devices
+// (from the change log's device.merged entries, each checked against the
+// inventory), each with a Separate button; a merged device's page says
+// which device it is shown as. Both are forms with the form token and the
+// signed-in user as the actor.
+//
 // The devices page's 100 rows are written by writeRows straight into a
 // pooled buffer, which render splices into the page where the template
 // wrote rowsMarker: the page allocates little besides what the inventory

@@ -26,7 +26,7 @@ var files embed.FS
 var pages = []string{
 	"signin", "setup", "error", "devices", "device", "changes", "scans",
 	"groups", "stats", "tokens", "users", "settings", "traffic", "notifications",
-	"notification", "dns",
+	"notification", "dns", "history", "merged",
 }
 
 // views holds the parsed templates.
@@ -84,6 +84,7 @@ type pageView struct {
 	Traffic bool
 	DNS     bool
 	Notify  bool
+	History bool
 	Data    any
 }
 
@@ -95,6 +96,7 @@ var titles = map[string]string{
 	"device": "Device", "changes": "Change log", "scans": "Scans", "groups": "Groups",
 	"stats": "Stats", "tokens": "API tokens", "users": "Users", "settings": "Settings",
 	"traffic": "Traffic", "notifications": "Notifications", "notification": "Notification destination", "dns": "DNS lookups",
+	"history": "History", "merged": "Merged device",
 }
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
@@ -102,7 +104,7 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // render executes the page into a buffer and writes it, so a template
 // failure is a clean 500 rather than half a page.
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
-	v := pageView{Title: titles[name], Nav: name, Data: data, Traffic: s.flows != nil, DNS: s.dns != nil, Notify: s.notes != nil}
+	v := pageView{Title: titles[name], Nav: name, Data: data, Traffic: s.flows != nil, DNS: s.dns != nil, Notify: s.notes != nil, History: s.hist != nil}
 	if t, ok := data.(titled); ok {
 		v.Title = t.PageTitle()
 	}

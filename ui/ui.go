@@ -162,9 +162,14 @@ type Deps struct {
 	Notifications Notifications
 	Traffic       Traffic
 	DNS           DNS
-	Setup         *Setup
-	Log           zerolog.Logger
-	Now           func() time.Time
+	// History is the inventory at past instants (the History page);
+	// nil: the Inventory's, if it has DevicesAt, StatsAt and Diff; else
+	// no History page. Merging devices is on the device page when the
+	// Commander also implements Merger.
+	History History
+	Setup   *Setup
+	Log     zerolog.Logger
+	Now     func() time.Time
 }
 
 // Server is the web interface's handler. Create it with New.
@@ -177,6 +182,8 @@ type Server struct {
 	notes Notifications
 	flows Traffic
 	dns   DNS
+	hist  History
+	merge Merger
 	setup *Setup
 	log   zerolog.Logger
 	now   func() time.Time
@@ -211,6 +218,12 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, errors.New("ui: Deps.Commander is required")
 	}
 	cfg.setDefaults()
+	if deps.History == nil {
+		if h, ok := deps.Inventory.(History); ok {
+			deps.History = h
+		}
+	}
+	merge, _ := deps.Commander.(Merger)
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
@@ -224,7 +237,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, inv: deps.Inventory, scans: deps.Scans, acc: deps.Accounts, cmd: deps.Commander, setup: deps.Setup,
-		notes: deps.Notifications, flows: deps.Traffic, dns: deps.DNS,
+		notes: deps.Notifications, flows: deps.Traffic, dns: deps.DNS, hist: deps.History, merge: merge,
 		log: deps.Log, now: deps.Now, views: vs, assets: as,
 		idle:    newIdleTracker(),
 		ipLim:   newLimiters(cfg.SignInRate, cfg.SignInBurst),
@@ -257,6 +270,9 @@ func (s *Server) routes() http.Handler {
 	private("GET /devices/{id}", s.devicePage)
 	private("POST /devices/{id}", s.deviceEdit)
 	private("POST /devices/{id}/watch", s.deviceWatch)
+	private("POST /devices/{id}/merge", s.deviceMerge)
+	private("POST /devices/{id}/unmerge", s.deviceUnmerge)
+	private("GET /history", s.historyPage)
 	private("GET /changes", s.changesPage)
 	private("GET /scans", s.scansPage)
 	private("GET /groups", s.groupsPage)

@@ -370,6 +370,9 @@ func (c *core) webUI(cfg *config.Config, log zerolog.Logger) (http.Handler, stri
 func (c *core) uiDeps(cfg *config.Config, setup *ui.Setup, log zerolog.Logger) ui.Deps {
 	d := ui.Deps{Inventory: c.inv, Scans: c.scans, Accounts: c.access, Commander: c.commanderFor("ui"), Setup: setup,
 		Log: log.With().Str("component", "ui").Logger(), Now: c.now}
+	// The History page reads the inventory's history; merging is the
+	// Commander's (ui.Merger).
+	d.History = c.inv
 	if t := trafficAPI(cfg, c.traffic); t != nil {
 		d.Traffic = t
 	}

@@ -185,6 +185,7 @@ func TestWebInterfaceInChromium(t *testing.T) {
 		{"tokens", "/tokens", "#create-token"},
 		{"users", "/users", "#add-user"},
 		{"settings", "/settings", "#config"},
+		{"history", "/history", "#devices-at"},
 	}
 	do("viewport", chromedp.EmulateViewport(1280, 900))
 	for _, p := range pages {
