@@ -345,3 +345,23 @@ func DNSSoftDeadline(ctx context.Context) time.Time {
 	left := time.Until(d)
 	return d.Add(-left / 5)
 }
+
+// RecordedMark reads from the log the restart point of the source's last
+// read (Cursor); nil Cursor or none recorded: the zero mark (a first read
+// back to Backfill). A cursor that does not parse is logged and read as
+// none, so a reader is never stuck behind it.
+func (o *DNSReaderOptions) RecordedMark(ctx context.Context) (DNSMark, error) {
+	if o.Cursor == nil {
+		return DNSMark{}, nil
+	}
+	s, err := o.Cursor(ctx, o.Source)
+	if err != nil {
+		return DNSMark{}, fmt.Errorf("the cursor of %s in the log: %w", o.Source, err)
+	}
+	m, err := ParseDNSMark(s)
+	if err != nil {
+		o.Log.Warn("the recorded cursor is not readable: starting from the back-fill bound", "err", err.Error())
+		return DNSMark{}, nil
+	}
+	return m, nil
+}

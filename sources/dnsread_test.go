@@ -1,6 +1,9 @@
 package sources
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"net/netip"
 	"reflect"
 	"testing"
@@ -95,5 +98,48 @@ func TestDNSMark(t *testing.T) {
 	}
 	if DNSEntryKey("a", "bc") == DNSEntryKey("ab", "c") {
 		t.Error("entry keys of different parts collide")
+	}
+}
+
+func TestRecordedMark(t *testing.T) {
+	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	good := DNSMark{}.Advance(t0, 42, 0)
+	cursor := func(s string, err error) func(context.Context, string) (string, error) {
+		return func(_ context.Context, src string) (string, error) {
+			if src != "dnsnode:home" {
+				return "", fmt.Errorf("asked for %q", src)
+			}
+			return s, err
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		cursor  func(context.Context, string) (string, error)
+		want    DNSMark
+		wantErr string
+	}{
+		{name: "no cursor function"},
+		{name: "none recorded", cursor: cursor("", nil)},
+		{name: "recorded", cursor: cursor(good.String(), nil), want: good},
+		{name: "unreadable", cursor: cursor("v9 what", nil)},
+		{name: "log fails", cursor: cursor("", errors.New("disk gone")), wantErr: "the cursor of dnsnode:home in the log: disk gone"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := DNSReaderOptions{Source: "dnsnode:home", Cursor: tc.cursor}
+			o.SetDefaults()
+			got, err := o.RecordedMark(context.Background())
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("mark = %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -47,14 +46,10 @@ func New(cfg Config, opts sources.DNSReaderOptions) (*Reader, error) {
 		}
 	}
 	opts.SetDefaults()
-	scheme := "http"
-	if cfg.SSL {
-		scheme = "https"
-	}
 	return &Reader{
 		cfg:  cfg,
 		opts: opts,
-		base: scheme + "://" + net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)) + "/control",
+		base: peerhttp.BaseURL(cfg.SSL, cfg.Host, cfg.Port, "/control"),
 		http: peerhttp.Client(cfg.SSL && cfg.Insecure),
 	}, nil
 }
@@ -65,16 +60,11 @@ func (r *Reader) Poll(ctx context.Context) (sources.Result, error) {
 	r.n++
 	started := r.opts.Now().UTC()
 	if !r.loaded {
-		if r.opts.Cursor != nil {
-			s, err := r.opts.Cursor(ctx, r.opts.Source)
-			if err != nil {
-				return nil, fmt.Errorf("dnsfilter2: the cursor of %s in the log: %w", r.opts.Source, err)
-			}
-			if r.mark, err = sources.ParseDNSMark(s); err != nil {
-				r.opts.Log.Warn("the recorded cursor is not readable: starting from the back-fill bound", "err", err.Error())
-			}
+		m, err := r.opts.RecordedMark(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("dnsfilter2: %w", err)
 		}
-		r.loaded = true
+		r.mark, r.loaded = m, true
 	}
 	read := &sources.DNSRead{ScanID: fmt.Sprintf("%d-%d", started.UnixNano(), r.n), Started: started}
 	var agg sources.DNSAggregator

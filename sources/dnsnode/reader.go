@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -55,14 +54,10 @@ func New(cfg Config, opts sources.DNSReaderOptions) (*Reader, error) {
 		}
 	}
 	opts.SetDefaults()
-	scheme := "http"
-	if cfg.SSL {
-		scheme = "https"
-	}
 	return &Reader{
 		cfg:  cfg,
 		opts: opts,
-		base: scheme + "://" + net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)) + "/api/",
+		base: peerhttp.BaseURL(cfg.SSL, cfg.Host, cfg.Port, "/api/"),
 		http: peerhttp.Client(cfg.SSL && cfg.Insecure),
 	}, nil
 }
@@ -73,16 +68,11 @@ func (r *Reader) Poll(ctx context.Context) (sources.Result, error) {
 	r.n++
 	started := r.opts.Now().UTC()
 	if !r.loaded {
-		if r.opts.Cursor != nil {
-			s, err := r.opts.Cursor(ctx, r.opts.Source)
-			if err != nil {
-				return nil, fmt.Errorf("dnsnode: the cursor of %s in the log: %w", r.opts.Source, err)
-			}
-			if r.mark, err = sources.ParseDNSMark(s); err != nil {
-				r.opts.Log.Warn("the recorded cursor is not readable: starting from the back-fill bound", "err", err.Error())
-			}
+		m, err := r.opts.RecordedMark(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("dnsnode: %w", err)
 		}
-		r.loaded = true
+		r.mark, r.loaded = m, true
 	}
 	if r.app == "" {
 		if err := r.chooseApp(ctx); err != nil {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -33,12 +32,8 @@ type client struct {
 }
 
 func newClient(c Config) *client {
-	scheme := "http"
-	if c.SSL {
-		scheme = "https"
-	}
 	return &client{
-		base: scheme + "://" + net.JoinHostPort(c.Host, strconv.Itoa(c.Port)) + "/rest",
+		base: peerhttp.BaseURL(c.SSL, c.Host, c.Port, "/rest"),
 		user: c.User,
 		pass: c.Password,
 		http: peerhttp.Client(c.SSL && c.Insecure),

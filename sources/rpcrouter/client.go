@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -57,12 +56,8 @@ type client struct {
 }
 
 func newClient(c Config) *client {
-	scheme := "http"
-	if c.SSL {
-		scheme = "https"
-	}
 	return &client{
-		url:  scheme + "://" + net.JoinHostPort(c.Host, strconv.Itoa(c.Port)) + "/ubus",
+		url:  peerhttp.BaseURL(c.SSL, c.Host, c.Port, "/ubus"),
 		user: c.User,
 		pass: c.Password,
 		http: peerhttp.Client(c.SSL && c.Insecure),

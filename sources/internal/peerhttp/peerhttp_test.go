@@ -74,3 +74,22 @@ func TestExplain(t *testing.T) {
 		t.Errorf("timeout: %v", e)
 	}
 }
+
+func TestBaseURL(t *testing.T) {
+	for _, tc := range []struct {
+		tls  bool
+		host string
+		port int
+		path string
+		want string
+	}{
+		{false, "192.0.2.1", 80, "/rest", "http://192.0.2.1:80/rest"},
+		{true, "router.lan", 443, "/rest", "https://router.lan:443/rest"},
+		{true, "fe80::1", 8443, "/ubus", "https://[fe80::1]:8443/ubus"},
+		{false, "dns.lan", 5380, "", "http://dns.lan:5380"},
+	} {
+		if got := BaseURL(tc.tls, tc.host, tc.port, tc.path); got != tc.want {
+			t.Errorf("BaseURL(%v, %q, %d, %q) = %q, want %q", tc.tls, tc.host, tc.port, tc.path, got, tc.want)
+		}
+	}
+}
