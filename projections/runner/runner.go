@@ -588,18 +588,26 @@ func (r *Runner) read(ctx context.Context, from, limit uint64, ch chan<- *batch)
 			return false
 		}
 	}
+	var rest *batch // what follows a retention.purged in the batch read last
 	for ctx.Err() == nil && from <= limit {
-		b, err := r.readBatch(from, int(min(uint64(r.opts.BatchSize), limit-from+1)))
-		if err != nil {
-			send(&batch{err: err})
-			return
+		b := rest
+		if b == nil {
+			var err error
+			if b, err = r.readBatch(from, int(min(uint64(r.opts.BatchSize), limit-from+1))); err != nil {
+				send(&batch{err: err})
+				return
+			}
+			if len(b.evs) == 0 {
+				return
+			}
 		}
-		if len(b.evs) == 0 {
-			return
-		}
+		rest = nil
 		for k, e := range b.evs {
-			if e.Kind == events.KindRetentionPurged {
-				b.truncate(k + 1)
+			if e.Kind == events.KindRetentionPurged && k+1 < len(b.evs) {
+				// Send up to it; keep the rest, already read and prepared,
+				// for the next batch (reading it again made a log with an
+				// hourly purge cost batches × batch size).
+				b, rest = b.split(k + 1)
 				break
 			}
 		}
@@ -608,6 +616,24 @@ func (r *Runner) read(ctx context.Context, from, limit uint64, ch chan<- *batch)
 		}
 		from = b.evs[len(b.evs)-1].Seq + 1
 	}
+}
+
+// split cuts b after its first n events: the batch of those, and the
+// batch of the rest with what was prepared of them.
+func (b *batch) split(n int) (head, tail *batch) {
+	head = &batch{evs: b.evs[:n:n]}
+	tail = &batch{evs: b.evs[n:]}
+	if b.prep != nil {
+		head.prep, head.perr = make([][]any, len(b.prep)), make([][]error, len(b.prep))
+		tail.prep, tail.perr = make([][]any, len(b.prep)), make([][]error, len(b.prep))
+		for k := range b.prep {
+			if b.prep[k] != nil {
+				head.prep[k], head.perr[k] = b.prep[k][:n:n], b.perr[k][:n:n]
+				tail.prep[k], tail.perr[k] = b.prep[k][n:], b.perr[k][n:]
+			}
+		}
+	}
+	return head, tail
 }
 
 // truncate keeps the first n events of b and what was prepared of them.

@@ -435,3 +435,72 @@ func TestVersionBumpAfterCompaction(t *testing.T) {
 		}
 	})
 }
+
+// preparing is a counting projection that is also a Preparer: it counts
+// how often each seq is prepared, and checks that what it applies is what
+// it prepared of that very event.
+type preparing struct {
+	counting
+	pmu      sync.Mutex
+	prepared map[uint64]int
+}
+
+func (p *preparing) Prepare(ev events.Envelope) (any, error) {
+	p.pmu.Lock()
+	defer p.pmu.Unlock()
+	if p.prepared == nil {
+		p.prepared = map[uint64]int{}
+	}
+	p.prepared[ev.Seq]++
+	return ev.Seq, nil
+}
+
+func (p *preparing) ApplyPrepared(tx *bolt.Tx, ev events.Envelope, prepared any) error {
+	if s, ok := prepared.(uint64); !ok || s != ev.Seq {
+		return fmt.Errorf("seq %d applied with what was prepared of %v", ev.Seq, prepared)
+	}
+	return p.Apply(tx, ev)
+}
+
+// TestPurgesDoNotRereadTheLog: a batch ends after each retention.purged
+// (a snapshot may follow it), and what the batch held after it goes on to
+// the next batch as it was read and prepared: every event is prepared
+// once, however many purges the log holds (a log with an hourly purge
+// once cost a whole batch of reading and preparing per hour).
+func TestPurgesDoNotRereadTheLog(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "j.db"))
+	defer st.Close()
+	var head uint64
+	for h := range 40 {
+		head = appendTicks(t, st, h*100, 10)
+		at := t0.Add(time.Duration(h*100+50) * time.Second)
+		purge := events.MustNew(events.KindRetentionPurged, events.RetentionPurged{Counts: map[string]int{}}, at)
+		purge.Source = "retention"
+		out, err := st.Append(context.Background(), purge)
+		if err != nil {
+			t.Fatal(err)
+		}
+		head = out[0].Seq
+	}
+	head = appendTicks(t, st, 5000, 7)
+	p := &preparing{counting: counting{name: "a", version: 1}}
+	r, err := New(st, []Projection{p}, Options{BatchSize: 100, SnapshotEvery: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rowsOf(t, st, "a", head)
+	if len(p.prepared) != int(head) {
+		t.Fatalf("%d events prepared, want %d", len(p.prepared), head)
+	}
+	for seq, n := range p.prepared {
+		if n != 1 {
+			t.Fatalf("seq %d prepared %d times", seq, n)
+		}
+	}
+	if snaps, err := st.Snapshots(); err != nil || len(snaps) == 0 {
+		t.Fatalf("no snapshot after the purges: %v", err)
+	}
+}
