@@ -155,6 +155,10 @@ func (s *server) getDeviceAt(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	d, err := h.DeviceAt(r.Context(), id, at)
+	var merged mergedError
+	if errors.As(err, &merged) {
+		return errDeviceMerged(id, merged.MergedInto())
+	}
 	if errors.Is(err, projections.ErrNotFound) {
 		return newProblem(http.StatusNotFound, slugDeviceNotFound, "Device not found",
 			fmt.Sprintf("no device had id %q at %s: list the devices of that instant with GET /api/devices?at=", id, at.Format(time.RFC3339Nano)))

@@ -50,8 +50,19 @@ func (f *fakeInventory) DeviceAt(_ context.Context, id string, at time.Time) (hi
 			return d, nil
 		}
 	}
+	if id == "dev-phone2" { // merged into dev-nas at every instant
+		return history.Device{}, fakeMergedError{into: "dev-nas"}
+	}
 	return history.Device{}, projections.ErrNotFound
 }
+
+// fakeMergedError is what the inventory answers for a device merged into
+// another at the instant asked.
+type fakeMergedError struct{ into string }
+
+func (e fakeMergedError) Error() string      { return "merged into " + e.into }
+func (e fakeMergedError) Unwrap() error      { return projections.ErrNotFound }
+func (e fakeMergedError) MergedInto() string { return e.into }
 
 func (f *fakeInventory) DevicesAt(_ context.Context, at time.Time) ([]history.Device, error) {
 	f.mu.Lock()
@@ -133,6 +144,11 @@ func TestHistoryAt(t *testing.T) {
 			d := decode[history.Device](t, body)
 			if d.ID != "dev-nas" {
 				t.Fatalf("device %+v", d)
+			}
+		}},
+		{"device merged into another then", "/api/devices/dev-phone2?at=" + q("2026-03-02T12:00:00Z"), 404, "device-merged", func(t *testing.T, body []byte) {
+			if !strings.Contains(string(body), `"merged_into":"dev-nas"`) {
+				t.Fatalf("body %s", body)
 			}
 		}},
 		{"device before it existed", "/api/devices/dev-nas?at=" + q("2026-02-02T00:00:00Z"), 404, "device-not-found", nil},

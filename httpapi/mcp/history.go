@@ -51,7 +51,10 @@ type DiffOut struct {
 // or an unknown device.
 func historyErr(err error, id string) error {
 	var ce *history.CompactedError
+	var merged interface{ MergedInto() string }
 	switch {
+	case errors.As(err, &merged):
+		return fmt.Errorf("device %q was merged into %q at that instant: ask for %q", id, merged.MergedInto(), merged.MergedInto())
 	case errors.As(err, &ce):
 		return fmt.Errorf("%s: ask for a later instant", ce.Error())
 	case errors.Is(err, projections.ErrNotFound):

@@ -64,6 +64,9 @@ type histState struct {
 	// baseFrom: the devices of the base existed before the next event
 	// (the rows begin with it); else the history begins with the log.
 	baseFrom bool
+	// roots maps each device merged into another to the root of its
+	// group, as the rows last written show it (nil: nothing merged).
+	roots map[string]string
 }
 
 func (h *histState) reset() {
@@ -75,6 +78,7 @@ func (h *histState) reset() {
 	h.last = time.Time{}
 	h.needBase = false
 	h.baseFrom = false
+	h.roots = nil
 }
 
 // touch notes that the event being applied changed d (called by
@@ -99,8 +103,9 @@ func (h *histState) sawTime(t time.Time) {
 // the devices as stored (the newest rows were written from them).
 func (i *Inventory) loadHistory(tx *bolt.Tx) error {
 	h := &i.hist
-	for id, d := range i.devs {
-		h.fp[id] = h.fingerprint(d)
+	h.roots = i.groupRoots()
+	for id := range i.devs {
+		h.fp[id] = i.viewFingerprint(id)
 	}
 	mb := tx.Bucket([]byte(bucketMeta))
 	if mb == nil {
@@ -135,12 +140,12 @@ func (i *Inventory) recordHistory(em *emitter, prepared any) error {
 		if h.baseFrom {
 			from = timeKey(t)
 		}
+		h.roots = i.groupRoots()
 		for _, id := range i.sortedIDs() {
-			d := i.devs[id]
-			if err := i.putHistoryRow(em, t, d); err != nil {
+			if err := i.putViewRow(em, t, id); err != nil {
 				return err
 			}
-			h.fp[id] = h.fingerprint(d)
+			h.fp[id] = i.viewFingerprint(id)
 		}
 		if err := em.put(bucketMeta, metaHistFrom, from); err != nil {
 			return err
@@ -155,8 +160,35 @@ func (i *Inventory) recordHistory(em *emitter, prepared any) error {
 			delete(h.fp, id)
 		}
 	}
+	// The rows are the devices as the API shows them: a device merged
+	// into another is a row naming its root, and a root the union of its
+	// group. So a change of a member is a change of its root's row, and a
+	// merge, a separation or a purge that moves a device in or out of a
+	// group rewrites every device whose root it changed.
+	if len(i.merges) > 0 || len(h.roots) > 0 {
+		roots := i.groupRoots()
+		for id, r := range roots {
+			if old, ok := h.roots[id]; !ok || old != r {
+				h.touched[id], h.touched[r] = i.devs[id], i.devs[r]
+				if ok {
+					h.touched[old] = i.devs[old]
+				}
+			}
+		}
+		for id, old := range h.roots {
+			if _, ok := roots[id]; !ok {
+				h.touched[id], h.touched[old] = i.devs[id], i.devs[old]
+			}
+		}
+		for id := range h.touched {
+			if r, ok := roots[id]; ok {
+				h.touched[r] = i.devs[r]
+			}
+		}
+		h.roots = roots
+	}
 	for id, d := range h.touched {
-		if i.devs[id] != d {
+		if d == nil || i.devs[id] != d {
 			if _, ok := h.fp[id]; ok && i.devs[id] == nil {
 				if err := em.putHistory(id, t, nil); err != nil {
 					return err
@@ -165,11 +197,11 @@ func (i *Inventory) recordHistory(em *emitter, prepared any) error {
 			}
 			continue
 		}
-		fp := h.fingerprint(d)
+		fp := i.viewFingerprint(id)
 		if old, ok := h.fp[id]; ok && old == fp {
 			continue
 		}
-		if err := i.putHistoryRow(em, t, d); err != nil {
+		if err := i.putViewRow(em, t, id); err != nil {
 			return err
 		}
 		h.fp[id] = fp
@@ -181,13 +213,51 @@ func (i *Inventory) recordHistory(em *emitter, prepared any) error {
 	return nil
 }
 
-// putHistoryRow writes d's history row at t.
-func (i *Inventory) putHistoryRow(em *emitter, t time.Time, d *device) error {
-	js, err := json.Marshal(d.historyDoc())
-	if err != nil {
-		return fmt.Errorf("inventory: encode history of %s: %w", d.ID, err)
+// groupRoots maps each device merged into another to the root of its
+// group (nil when nothing is merged). The caller holds the lock.
+func (i *Inventory) groupRoots() map[string]string {
+	var out map[string]string
+	for id := range i.merges {
+		if _, ok := i.parentOf(id); ok {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[id] = i.rootOf(id)
+		}
 	}
-	return em.putHistory(d.ID, t, js)
+	return out
+}
+
+// viewFingerprint is the fingerprint of the row of device id (which
+// exists) as i.hist.roots shows it: of its root for a merged device, of
+// the union of its group for a root.
+func (i *Inventory) viewFingerprint(id string) uint64 {
+	h := &i.hist
+	if r, ok := h.roots[id]; ok {
+		var m maphash.Hash
+		m.SetSeed(h.seed)
+		m.WriteString("merged into\x00")
+		m.WriteString(r)
+		return m.Sum64()
+	}
+	return h.fingerprint(i.viewOf(i.devs[id]))
+}
+
+// putViewRow writes the history row of device id at t: the device as the
+// API shows it, or, for a device merged into another, a row naming its
+// root (history.Device.MergedInto).
+func (i *Inventory) putViewRow(em *emitter, t time.Time, id string) error {
+	var doc history.Device
+	if r, ok := i.hist.roots[id]; ok {
+		doc = history.Device{ID: id, MergedInto: r}
+	} else {
+		doc = i.viewOf(i.devs[id]).historyDoc()
+	}
+	js, err := json.Marshal(doc)
+	if err != nil {
+		return fmt.Errorf("inventory: encode history of %s: %w", id, err)
+	}
+	return em.putHistory(id, t, js)
 }
 
 // putHistory writes one history row (nil: a tombstone) and its time
@@ -516,6 +586,9 @@ func (r *histReader) all(ctx context.Context, ts ...time.Time) ([][]history.Devi
 			if err := json.Unmarshal(v, &d); err != nil {
 				return nil, fmt.Errorf("history of %s: %w", id, err)
 			}
+			if d.MergedInto != "" {
+				continue // shown as part of its root
+			}
 			out[j] = append(out[j], d)
 		}
 		// The next device: id + 0x01 sorts after every row of id (id +
@@ -538,7 +611,13 @@ func (i *Inventory) DeviceAt(ctx context.Context, id string, t time.Time) (histo
 		if v == nil {
 			return fmt.Errorf("inventory: device %q at %s: %w", id, t.UTC().Format(time.RFC3339Nano), projections.ErrNotFound)
 		}
-		return json.Unmarshal(v, &d)
+		if err := json.Unmarshal(v, &d); err != nil {
+			return err
+		}
+		if d.MergedInto != "" {
+			return &MergedError{ID: id, Into: d.MergedInto}
+		}
+		return nil
 	})
 	if err != nil {
 		return history.Device{}, fmt.Errorf("inventory: device at: %w", err)

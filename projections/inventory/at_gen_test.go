@@ -28,6 +28,9 @@ type histLog struct {
 	// deleteAt, when set, purges the devices last seen before it (one
 	// retention.purged with devices_before, a day after it).
 	deleteAt time.Time
+	// merges, when set, merges two listed devices every 7 hours and
+	// separates the oldest merge still standing 3 hours later.
+	merges bool
 }
 
 // genHistory writes a log as serve records it, into st, with inv (run by
@@ -94,6 +97,7 @@ func genHistory(tb testing.TB, st *store.Store, inv *inventory.Inventory, t0 tim
 	}
 	ports := [][]uint16{{22}, {22, 80}, {80, 443}, {}, {22, 443, 8080}}
 	devicesPurged := false
+	var merged [][2]string // standing merges, oldest first: device, into
 	for i := range g.days * 288 {
 		fin := t0.Add(time.Duration(i) * 5 * time.Minute)
 		tickUntil(fin)
@@ -199,6 +203,22 @@ func genHistory(tb testing.TB, st *store.Store, inv *inventory.Inventory, t0 tim
 				e.Source, e.Actor, e.Device = "api", "token:t1", id
 				appendEv(e)
 			}
+		}
+		if g.merges && i%84 == 40 {
+			a, b := someDevice(), someDevice()
+			if a != "" && b != "" && a != b {
+				e := events.MustNew(events.KindDeviceMerged, events.DeviceMerged{Device: a, Into: b}, fin.Add(3*time.Minute))
+				e.Source, e.Actor, e.Device = "api", "token:t1", b
+				appendEv(e)
+				merged = append(merged, [2]string{a, b})
+			}
+		}
+		if g.merges && i%84 == 76 && len(merged) > 0 {
+			m := merged[0]
+			merged = merged[1:]
+			e := events.MustNew(events.KindDeviceUnmerged, events.DeviceUnmerged{Device: m[0], Into: m[1]}, fin.Add(3*time.Minute))
+			e.Source, e.Actor, e.Device = "api", "token:t1", m[1]
+			appendEv(e)
 		}
 		if i%60 == 30 {
 			if id := someDevice(); id != "" {

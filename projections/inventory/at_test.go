@@ -49,7 +49,7 @@ func asHistory(v projections.Device) history.Device {
 
 // replayAt rebuilds the inventory from the log up to t (runner.Replay)
 // and returns its devices, converted, by id; and its stats.
-func replayAt(t *testing.T, st *store.Store, at time.Time) (map[string]history.Device, projections.Stats) {
+func replayAt(t *testing.T, st *store.Store, at time.Time) (map[string]history.Device, projections.Stats, map[string]string) {
 	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "at.db")
@@ -95,7 +95,27 @@ func replayAt(t *testing.T, st *store.Store, at time.Time) (map[string]history.D
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out, stats
+	// The devices merged into another then, and the root each is shown
+	// as part of.
+	aliases := map[string]string{}
+	err = dst.Scan(ctx, 1, func(e events.Envelope) error {
+		if e.Kind != events.KindDeviceMerged {
+			return nil
+		}
+		var p events.DeviceMerged
+		if err := json.Unmarshal(e.Payload, &p); err != nil {
+			return err
+		}
+		var me *inventory.MergedError
+		if _, err := inv2.Device(ctx, p.Device); errors.As(err, &me) {
+			aliases[p.Device] = me.Into
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, stats, aliases
 }
 
 func jsonOf(v any) string {
@@ -128,7 +148,7 @@ func TestAtEqualsReplay(t *testing.T) {
 	if testing.Short() {
 		days, keep = 3, 40*time.Hour
 	}
-	end := genHistory(t, st, inv, t0, histLog{devices: 60, days: days, keep: keep, deleteAt: t0.Add(30 * time.Hour)})
+	end := genHistory(t, st, inv, t0, histLog{devices: 60, days: days, keep: keep, deleteAt: t0.Add(30 * time.Hour), merges: true})
 	from := end.Add(-keep).Add(-time.Hour) // the last hourly cut is within the last hour
 	earliest := func() time.Time {
 		_, err := inv.DevicesAt(ctx, t0)
@@ -191,9 +211,24 @@ func TestAtEqualsReplay(t *testing.T) {
 	sweepAt := earliest.Truncate(5 * time.Minute).Add(15 * time.Minute)
 	instants = append(instants, sweepAt, sweepAt.Add(-time.Nanosecond))
 
+	// And at instants while devices were merged: a merge every 7 hours,
+	// separated 3 hours later.
+	var mergedAt []time.Time
+	_ = st.Scan(ctx, 1, func(e events.Envelope) error {
+		if e.Kind == events.KindDeviceMerged && !e.Time.Before(earliest) {
+			mergedAt = append(mergedAt, e.Time.Add(time.Minute))
+			instants = append(instants, e.Time.Add(time.Minute), e.Time.Add(-time.Nanosecond))
+		}
+		return nil
+	})
+	if len(mergedAt) == 0 {
+		t.Fatal("no merge within the kept history")
+	}
+	aliases := 0
+
 	views := map[time.Time]map[string]history.Device{}
 	for _, at := range instants {
-		want, wantStats := replayAt(t, st, at)
+		want, wantStats, wantAliases := replayAt(t, st, at)
 		views[at] = want
 		got, err := inv.DevicesAt(ctx, at)
 		if err != nil {
@@ -214,6 +249,14 @@ func TestAtEqualsReplay(t *testing.T) {
 			one, err := inv.DeviceAt(ctx, d.ID, at)
 			if err != nil || jsonOf(one) != jsonOf(d) {
 				t.Errorf("at %s: DeviceAt(%s) = %v, %v", at, d.ID, jsonOf(one), err)
+			}
+		}
+		for id, into := range wantAliases {
+			aliases++
+			_, err := inv.DeviceAt(ctx, id, at)
+			var me *inventory.MergedError
+			if !errors.As(err, &me) || me.Into != into {
+				t.Errorf("at %s: DeviceAt of %s, merged into %s: %v", at, id, into, err)
 			}
 		}
 		if !slices.IsSortedFunc(got, func(a, b history.Device) int {
@@ -260,6 +303,9 @@ func TestAtEqualsReplay(t *testing.T) {
 				names++
 			}
 		}
+	}
+	if aliases == 0 {
+		t.Error("no instant with a merged device")
 	}
 	if presence == 0 || ports == 0 || edits == 0 || gone == 0 || names == 0 {
 		t.Errorf("the log changes too little: presence %d, ports %d, edits %d, gone %d, names %d", presence, ports, edits, gone, names)
@@ -454,7 +500,7 @@ func TestAtClockStepsBack(t *testing.T) {
 		{t0.Add(time.Hour), 3},
 		{t0.Add(2 * time.Hour), 4},
 	} {
-		want, _ := replayAt(t, st, tc.at)
+		want, _, _ := replayAt(t, st, tc.at)
 		got, err := inv.DevicesAt(ctx, tc.at)
 		if err != nil {
 			t.Fatal(err)
