@@ -134,6 +134,10 @@ func FuzzDecodeSnapshot(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(good)
+	f.Add(v1(f, sampleSnapshot()))
+	if two, err := encodeSnapshot(sampleSnapshot()); err == nil {
+		f.Add(two)
+	}
 	f.Add([]byte("not gzip"))
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -209,31 +210,28 @@ func dumpBucket(b *bolt.Bucket) ([]KV, error) {
 	return kvs, err
 }
 
-// encodeSnapshot is gzip(JSON(snap)).
-func encodeSnapshot(snap *Snapshot) ([]byte, error) {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if err := json.NewEncoder(zw).Encode(snap); err != nil {
-		return nil, fmt.Errorf("encode: %w", err)
-	}
-	if err := zw.Close(); err != nil {
-		return nil, fmt.Errorf("compress: %w", err)
-	}
-	return buf.Bytes(), nil
-}
-
-// decodeSnapshot reverses encodeSnapshot and checks the result.
+// decodeSnapshot reverses encodeSnapshot (or reads a snapshot of the
+// first format, gzip(JSON(snap))) and checks the result.
 func decodeSnapshot(data []byte) (*Snapshot, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("decompress: %w", err)
 	}
-	dec := json.NewDecoder(zr)
-	var snap Snapshot
-	if err := dec.Decode(&snap); err != nil {
-		return nil, fmt.Errorf("decode: %w", err)
+	br := bufio.NewReaderSize(zr, 64<<10)
+	var snap *Snapshot
+	if magic, _ := br.Peek(len(snapMagic)); string(magic) == snapMagic {
+		snap, err = decodeSnapshotV2(br)
+	} else {
+		snap = &Snapshot{}
+		err = json.NewDecoder(br).Decode(snap)
+		if err != nil {
+			err = fmt.Errorf("decode: %w", err)
+		}
 	}
-	if _, err := io.Copy(io.Discard, zr); err != nil {
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.Copy(io.Discard, br); err != nil {
 		return nil, fmt.Errorf("decompress: %w", err)
 	}
 	if !validHash(snap.Hash) {
@@ -247,12 +245,18 @@ func decodeSnapshot(data []byte) (*Snapshot, error) {
 			return nil, fmt.Errorf("decode: bucket %q: %w", name, err)
 		}
 	}
-	return &snap, nil
+	return snap, nil
 }
 
-// checkKVs rejects empty keys and values on nested entries.
-func checkKVs(kvs []KV) error {
+// checkKVs rejects empty keys, values on nested entries and nesting
+// deeper than maxSnapDepth.
+func checkKVs(kvs []KV) error { return checkKVsAt(kvs, 0) }
+
+func checkKVsAt(kvs []KV, depth int) error {
 	for _, kv := range kvs {
+		if kv.Nested && depth >= maxSnapDepth {
+			return fmt.Errorf("buckets nested deeper than %d", maxSnapDepth)
+		}
 		if len(kv.K) == 0 {
 			return errors.New("empty key")
 		}
@@ -262,7 +266,7 @@ func checkKVs(kvs []KV) error {
 		if !kv.Nested && (kv.Bucket != nil || kv.Sequence != 0) {
 			return fmt.Errorf("key %q has bucket contents but is not nested", kv.K)
 		}
-		if err := checkKVs(kv.Bucket); err != nil {
+		if err := checkKVsAt(kv.Bucket, depth+1); err != nil {
 			return err
 		}
 	}

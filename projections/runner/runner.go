@@ -577,8 +577,8 @@ func (r *Runner) catchUpTo(ctx context.Context, limit uint64) error {
 
 // read sends batches of events from seq from on until the end of the
 // log (or ctx's end). It reads and prepares the parts of a batch on up to
-// GOMAXPROCS goroutines. A batch ends early after a retention.purged, so
-// that a snapshot can be taken right after it.
+// GOMAXPROCS goroutines. A batch ends early after a retention.purged that
+// a snapshot is due at, so that the snapshot is taken right after it.
 func (r *Runner) read(ctx context.Context, from, limit uint64, ch chan<- *batch) {
 	send := func(b *batch) bool {
 		select {
@@ -589,6 +589,16 @@ func (r *Runner) read(ctx context.Context, from, limit uint64, ch chan<- *batch)
 		}
 	}
 	var rest *batch // what follows a retention.purged in the batch read last
+	// The batch is cut only where applyBatch will snapshot: after a purge
+	// when the newest snapshot is SnapshotEvery older (snapshotDue's rule;
+	// the applier takes the snapshots, only at these cuts, so the reader
+	// can follow its newest one). Cutting at every purge made an hourly
+	// purge cost a commit and a flush of every changed row per hour.
+	newest, haveSnap, err := r.newestSnapshot()
+	if err != nil {
+		send(&batch{err: err})
+		return
+	}
 	for ctx.Err() == nil && from <= limit {
 		b := rest
 		if b == nil {
@@ -603,13 +613,17 @@ func (r *Runner) read(ctx context.Context, from, limit uint64, ch chan<- *batch)
 		}
 		rest = nil
 		for k, e := range b.evs {
-			if e.Kind == events.KindRetentionPurged && k+1 < len(b.evs) {
+			if e.Kind != events.KindRetentionPurged || (haveSnap && e.Time.Sub(newest) < r.opts.SnapshotEvery) {
+				continue
+			}
+			newest, haveSnap = e.Time, true
+			if k+1 < len(b.evs) {
 				// Send up to it; keep the rest, already read and prepared,
 				// for the next batch (reading it again made a log with an
 				// hourly purge cost batches × batch size).
 				b, rest = b.split(k + 1)
-				break
 			}
+			break
 		}
 		if !send(b) {
 			return
@@ -837,9 +851,19 @@ func (r *Runner) snapshotBuckets() []string {
 // snapshotDue reports whether the newest snapshot is older than
 // SnapshotEvery at event time t (or there is none).
 func (r *Runner) snapshotDue(t time.Time) (bool, error) {
+	newest, ok, err := r.newestSnapshot()
+	if err != nil {
+		return false, err
+	}
+	return !ok || t.Sub(newest) >= r.opts.SnapshotEvery, nil
+}
+
+// newestSnapshot returns the time of the newest stored snapshot (false
+// when there is none).
+func (r *Runner) newestSnapshot() (time.Time, bool, error) {
 	infos, err := r.st.Snapshots()
 	if err != nil {
-		return false, fmt.Errorf("runner: %w", err)
+		return time.Time{}, false, fmt.Errorf("runner: %w", err)
 	}
 	var newest time.Time
 	for _, in := range infos {
@@ -847,7 +871,7 @@ func (r *Runner) snapshotDue(t time.Time) (bool, error) {
 			newest = in.Time
 		}
 	}
-	return len(infos) == 0 || t.Sub(newest) >= r.opts.SnapshotEvery, nil
+	return newest, len(infos) > 0, nil
 }
 
 // Compact removes the log behind the newest snapshot taken before

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -443,6 +444,7 @@ type preparing struct {
 	counting
 	pmu      sync.Mutex
 	prepared map[uint64]int
+	flushes  int // batches applied
 }
 
 func (p *preparing) Prepare(ev events.Envelope) (any, error) {
@@ -453,6 +455,13 @@ func (p *preparing) Prepare(ev events.Envelope) (any, error) {
 	}
 	p.prepared[ev.Seq]++
 	return ev.Seq, nil
+}
+
+func (p *preparing) Flush(*bolt.Tx) error {
+	p.pmu.Lock()
+	defer p.pmu.Unlock()
+	p.flushes++
+	return nil
 }
 
 func (p *preparing) ApplyPrepared(tx *bolt.Tx, ev events.Envelope, prepared any) error {
@@ -499,5 +508,52 @@ func TestPurgesDoNotRereadTheLog(t *testing.T) {
 	}
 	if snaps, err := st.Snapshots(); err != nil || len(snaps) == 0 {
 		t.Fatalf("no snapshot after the purges: %v", err)
+	}
+}
+
+// TestBatchesCutOnlyForSnapshots: a purge ends a batch only when a
+// snapshot is due at it (the newest is SnapshotEvery older), and the
+// snapshots are where that rule puts them.
+func TestBatchesCutOnlyForSnapshots(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "j.db"))
+	defer st.Close()
+	var purges []events.Envelope
+	for h := range 12 {
+		appendTicks(t, st, h*100, 10)
+		at := t0.Add(time.Duration(h*100+50) * time.Second)
+		purge := events.MustNew(events.KindRetentionPurged, events.RetentionPurged{Counts: map[string]int{}}, at)
+		purge.Source = "retention"
+		out, err := st.Append(context.Background(), purge)
+		if err != nil {
+			t.Fatal(err)
+		}
+		purges = append(purges, out[0])
+	}
+	head := appendTicks(t, st, 5000, 7)
+	p := &preparing{counting: counting{name: "a", version: 1}}
+	r, err := New(st, []Projection{p}, Options{BatchSize: 1000, SnapshotEvery: 350 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rowsOf(t, st, "a", head)
+	// Purges at 50, 150, ... 1150 s: due at 50 (none before), 450, 850.
+	snaps, err := st.Snapshots()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []uint64
+	for _, s := range snaps {
+		got = append(got, s.Seq)
+	}
+	want := []uint64{purges[0].Seq, purges[4].Seq, purges[8].Seq}
+	if !slices.Equal(got, want) {
+		t.Fatalf("snapshots at %v, want %v (the purges a snapshot was due at)", got, want)
+	}
+	// One batch up to each of them, and one for the rest.
+	if p.flushes != len(want)+1 {
+		t.Fatalf("%d batches, want %d", p.flushes, len(want)+1)
 	}
 }
