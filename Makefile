@@ -72,10 +72,13 @@ bench-ui:
 # The sweep against fping and nmap on a /22 lab, and a /16 at 20,000/s (root).
 # Dispatch throughput and commit-to-delivery p99 to three loopback
 # destinations (webhook, push, http), with and without fsync: a burst of
-# 3,000 changes at once, then 10 s of 1,000 changes/s (JOCASTA_NOTIFY_RATE).
+# 3,000 changes at once, then 10 s of 1,000 changes/s (JOCASTA_NOTIFY_RATE);
+# then the API's latency at a fixed 500 requests/s alone and while 1,000
+# changes/s are dispatched (cmd/jocasta-load/bench-dispatch.sh).
 bench-notify:
 	$(GO) test -run '^$$' -bench 'Dispatch$$|DispatchNoSync' -benchtime 3000x -count 1 ./projections/notify/
 	$(GO) test -run '^$$' -bench DispatchRate -benchtime 10000x -count 1 ./projections/notify/
+	cmd/jocasta-load/bench-dispatch.sh
 
 bench-sweep:
 	sources/icmpsweep/bench_lab.sh

@@ -120,9 +120,13 @@ func load(ctx context.Context, args []string) error {
 	dur := fs.Duration("duration", 10*time.Second, "how long to load")
 	path := fs.String("path", "/api/devices?limit=100", "request path; {id} is replaced by device ids")
 	cpuProfile := fs.String("cpuprofile", "", "write the load tool's own CPU profile to this file")
+	rate := fs.Float64("rate", 0, "requests per second offered on a fixed schedule (open loop; each latency counts from the request's scheduled time, so a server that falls behind shows it); 0: every client sends its next request when the last is answered (closed loop, as fast as the server goes)")
 	fs.Parse(args)
 	if *sources < 1 || *sources > 250 {
 		return errors.New("--sources must be 1 to 250")
+	}
+	if *rate < 0 {
+		return errors.New("--rate must be 0 (closed loop) or a positive number of requests per second")
 	}
 	// The tool shares the CPUs with the server it measures: collect
 	// less often, so that more of them go to the server.
@@ -174,6 +178,32 @@ func load(ctx context.Context, args []string) error {
 		wg        sync.WaitGroup
 	)
 	begin := time.Now()
+	// With --rate, one goroutine hands out the scheduled start times and
+	// the clients take them: a late answer delays the requests behind
+	// it, and their latencies count that wait.
+	var schedule chan time.Time
+	if *rate > 0 {
+		schedule = make(chan time.Time, 1<<16)
+		go func() {
+			defer close(schedule)
+			interval := time.Duration(float64(time.Second) / *rate)
+			for k := int64(0); ; k++ {
+				at := begin.Add(time.Duration(k) * interval)
+				if d := time.Until(at); d > 0 {
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(d):
+					}
+				}
+				select {
+				case schedule <- at:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
 	for c := 0; c < *conc; c++ {
 		wg.Add(1)
 		go func(c int) {
@@ -183,6 +213,14 @@ func load(ctx context.Context, args []string) error {
 			buf := make([]byte, 64<<10) // read bodies in few calls
 			var local, localOK []time.Duration
 			for ctx.Err() == nil {
+				var scheduled time.Time
+				if schedule != nil {
+					at, ok := <-schedule
+					if !ok {
+						break
+					}
+					scheduled = at
+				}
 				p := *path
 				if ids != nil {
 					p = strings.ReplaceAll(p, "{id}", ids[int(next.Add(1))%len(ids)])
@@ -203,6 +241,9 @@ func load(ctx context.Context, args []string) error {
 					}
 				}
 				resp.Body.Close()
+				if !scheduled.IsZero() {
+					t0 = scheduled
+				}
 				d := time.Since(t0)
 				local = append(local, d)
 				if resp.StatusCode/100 == 2 {
@@ -228,7 +269,11 @@ func load(ctx context.Context, args []string) error {
 	for _, l := range [][]time.Duration{latencies, okLat} {
 		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
 	}
-	fmt.Printf("path %s  clients %d  sources %d  tokens %d  duration %s\n", *path, *conc, *sources, len(tokens), elapsed.Round(time.Millisecond))
+	mode := "closed loop"
+	if *rate > 0 {
+		mode = fmt.Sprintf("open loop at %.0f/s offered", *rate)
+	}
+	fmt.Printf("path %s  clients %d  sources %d  tokens %d  duration %s  %s\n", *path, *conc, *sources, len(tokens), elapsed.Round(time.Millisecond), mode)
 	fmt.Printf("requests %d  rps %.0f  errors %d\n", len(latencies), float64(len(latencies))/elapsed.Seconds(), errs.Load())
 	fmt.Printf("latency p50 %s  p90 %s  p99 %s  max %s\n", pct(latencies, .50), pct(latencies, .90), pct(latencies, .99), pct(latencies, 1))
 	if len(okLat) != len(latencies) {

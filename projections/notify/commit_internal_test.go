@@ -158,3 +158,48 @@ func TestDueSkipsWaiting(t *testing.T) {
 		})
 	}
 }
+
+// TestCommitterLinger: writes that come one at a time, a millisecond
+// apart (a steady load: each would otherwise find the committer idle and
+// take a transaction of its own), share transactions; a write after a
+// quiet spell is committed without waiting for company.
+func TestCommitterLinger(t *testing.T) {
+	db := testDB(t)
+	c := newCommitter(db)
+	done := make(chan struct{})
+	go func() { defer close(done); c.run() }()
+	defer func() { c.close(); <-done }()
+	put := func(k string) error {
+		return c.update(func(tx *bolt.Tx) error { return tx.Bucket([]byte(BucketDispatch)).Put([]byte(k), []byte("x")) })
+	}
+
+	// Idle: one write, committed at once (well under the linger).
+	time.Sleep(2 * groupLinger)
+	start := time.Now()
+	if err := put("alone"); err != nil {
+		t.Fatal(err)
+	}
+	if c.commits.Load() != 1 {
+		t.Fatalf("%d commits for one write", c.commits.Load())
+	}
+	alone := time.Since(start)
+
+	// Steady: 60 writers, each starting 1 ms after the one before.
+	before := c.commits.Load()
+	var wg sync.WaitGroup
+	for i := range 60 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := put(fmt.Sprint("k", i)); err != nil {
+				t.Error(err)
+			}
+		}()
+		time.Sleep(time.Millisecond)
+	}
+	wg.Wait()
+	if n := c.commits.Load() - before; n > 30 {
+		t.Errorf("60 writes a millisecond apart took %d commits, want them grouped", n)
+	}
+	t.Logf("a write alone: %s; 60 writes a millisecond apart: %d commits", alone, c.commits.Load()-before)
+}
