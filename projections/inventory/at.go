@@ -67,6 +67,8 @@ type histState struct {
 	// roots maps each device merged into another to the root of its
 	// group, as the rows last written show it (nil: nothing merged).
 	roots map[string]string
+	// groups is mergeGroups while recordHistory writes rows (else nil).
+	groups map[string][]*device
 }
 
 func (h *histState) reset() {
@@ -186,6 +188,8 @@ func (i *Inventory) recordHistory(em *emitter, prepared any) error {
 			}
 		}
 		h.roots = roots
+		h.groups = i.mergeGroups()
+		defer func() { h.groups = nil }()
 	}
 	for id, d := range h.touched {
 		if d == nil || i.devs[id] != d {
@@ -240,7 +244,26 @@ func (i *Inventory) viewFingerprint(id string) uint64 {
 		m.WriteString(r)
 		return m.Sum64()
 	}
-	return h.fingerprint(i.viewOf(i.devs[id]))
+	return h.fingerprint(i.histView(id))
+}
+
+// histView is device id (not merged into another) as the API shows it:
+// the union of its group when others are merged into it. The groups are
+// those of i.hist.groups when recordHistory gathered them (once per
+// event rather than once per device).
+func (i *Inventory) histView(id string) *device {
+	d := i.devs[id]
+	if len(i.merges) == 0 {
+		return d
+	}
+	groups := i.hist.groups
+	if groups == nil {
+		groups = i.mergeGroups()
+	}
+	if ms := groups[id]; len(ms) > 0 {
+		return i.unionOf(d, ms)
+	}
+	return d
 }
 
 // putViewRow writes the history row of device id at t: the device as the
@@ -251,7 +274,7 @@ func (i *Inventory) putViewRow(em *emitter, t time.Time, id string) error {
 	if r, ok := i.hist.roots[id]; ok {
 		doc = history.Device{ID: id, MergedInto: r}
 	} else {
-		doc = i.viewOf(i.devs[id]).historyDoc()
+		doc = i.histView(id).historyDoc()
 	}
 	js, err := json.Marshal(doc)
 	if err != nil {
