@@ -50,11 +50,15 @@
 //
 // # Snapshots, compaction and replay
 //
-// A batch ends right after a retention.purged event. When the newest
-// snapshot is older than Options.SnapshotEvery (event time; default 7
-// days) or there is none, the runner saves, in that batch's transaction,
-// a snapshot of every projection's buckets and [BucketVersions] at that
-// seq. [Runner.Compact] (called by the retention job after each purge)
+// After a retention.purged event at which the newest snapshot is older
+// than Options.SnapshotEvery (event time; default 7 days), or there is
+// none, the batch ends and the runner saves, in that batch's
+// transaction, a snapshot of every projection's buckets and
+// [BucketVersions] at that seq. (Other purges do not end a batch: an
+// hourly purge would otherwise cost a commit and a flush per hour of
+// log; what follows the cut was read and prepared already and goes on
+// to the next batch.) Snapshots are stored gzip-compressed in a binary
+// layout (store/snapcodec.go). [Runner.Compact] (called by the retention job after each purge)
 // removes the log behind the newest snapshot taken before the history
 // cutoff that every projection has passed, then deletes older snapshots.
 //
