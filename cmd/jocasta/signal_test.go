@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -44,11 +45,24 @@ func TestSIGTERMStopsWithin5s(t *testing.T) {
 	}
 	lines := bufio.NewScanner(stderr)
 	ready := make(chan struct{})
-	var logs strings.Builder
+	// The log is read to its end (serve's exit closes the pipe) before
+	// Wait, which would close the pipe under the reader and lose the
+	// last lines, the stop line among them.
+	var (
+		logMu   sync.Mutex
+		logBuf  strings.Builder
+		logDone = make(chan struct{})
+	)
+	logs := func() string { logMu.Lock(); defer logMu.Unlock(); return logBuf.String() }
 	go func() {
+		defer close(logDone)
+		started := false
 		for lines.Scan() {
-			logs.WriteString(lines.Text() + "\n")
-			if strings.Contains(lines.Text(), "serving the API") {
+			logMu.Lock()
+			logBuf.WriteString(lines.Text() + "\n")
+			logMu.Unlock()
+			if !started && strings.Contains(lines.Text(), "serving the API") {
+				started = true
 				close(ready)
 			}
 		}
@@ -57,7 +71,7 @@ func TestSIGTERMStopsWithin5s(t *testing.T) {
 	case <-ready:
 	case <-time.After(30 * time.Second):
 		cmd.Process.Kill()
-		t.Fatalf("serve did not start:\n%s", logs.String())
+		t.Fatalf("serve did not start:\n%s", logs())
 	}
 	// Keep token creations going through the socket while the signal lands.
 	acked := make(chan string, 100)
@@ -79,15 +93,15 @@ func TestSIGTERMStopsWithin5s(t *testing.T) {
 	start := time.Now()
 	cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	go func() { <-logDone; done <- cmd.Wait() }()
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("serve exited with %v:\n%s", err, logs.String())
+			t.Fatalf("serve exited with %v:\n%s", err, logs())
 		}
 	case <-time.After(5 * time.Second):
 		cmd.Process.Kill()
-		t.Fatalf("serve still running 5s after SIGTERM:\n%s", logs.String())
+		t.Fatalf("serve still running 5s after SIGTERM:\n%s", logs())
 	}
 	t.Logf("stopped %s after SIGTERM", time.Since(start).Round(time.Millisecond))
 	cancel()
@@ -111,8 +125,8 @@ func TestSIGTERMStopsWithin5s(t *testing.T) {
 			t.Errorf("acknowledged token %s missing after stop", n)
 		}
 	}
-	if !strings.Contains(logs.String(), "stopped") {
-		t.Errorf("no stop line in the log:\n%s", logs.String())
+	if !strings.Contains(logs(), "stopped") {
+		t.Errorf("no stop line in the log:\n%s", logs())
 	}
 }
 
