@@ -20,33 +20,8 @@ api_rate=${API_RATE:-500}
 duration=${DURATION:-20s}
 rounds=${ROUNDS:-2}
 secs=${duration%s}
-work=$(mktemp -d)
-trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
-go build -o "$work/jocasta" ./cmd/jocasta
-go build -o "$work/jocasta-load" ./cmd/jocasta-load
+. cmd/jocasta-load/serve.sh >/dev/null
 go test -c -o "$work/notify.test" ./projections/notify/
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat > "$work/j.yaml" <<YAML
-server:
-  port: $port
-db:
-  path: $work/data
-logger:
-  level: warn
-scan:
-  devices:
-    enabled: false
-YAML
-"$work/jocasta-load" seed --db "$work/data/jocasta.db" --devices "$devices" --sweeps 3 >/dev/null
-for i in $(seq 1 10); do
-  "$work/jocasta" token create --config "$work/j.yaml" --name "load$i" --mode read --expires never | tail -1
-done > "$work/tokens"
-"$work/jocasta" serve --config "$work/j.yaml" 2> "$work/serve.log" &
-pid=$!
-for _ in $(seq 1 100); do
-  curl -sf "http://127.0.0.1:$port/api/readyz" >/dev/null && break
-  sleep 0.1
-done
 
 load() {
   "$work/jocasta-load" http --url "http://127.0.0.1:$port" --token-file "$work/tokens" \
