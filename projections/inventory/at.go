@@ -67,8 +67,6 @@ type histState struct {
 	// roots maps each device merged into another to the root of its
 	// group, as the rows last written show it (nil: nothing merged).
 	roots map[string]string
-	// groups is mergeGroups while recordHistory writes rows (else nil).
-	groups map[string][]*device
 }
 
 func (h *histState) reset() {
@@ -106,8 +104,9 @@ func (h *histState) sawTime(t time.Time) {
 func (i *Inventory) loadHistory(tx *bolt.Tx) error {
 	h := &i.hist
 	h.roots = i.groupRoots()
+	groups := i.mergeGroups()
 	for id := range i.devs {
-		h.fp[id] = i.viewFingerprint(id)
+		h.fp[id] = i.viewFingerprint(id, groups)
 	}
 	mb := tx.Bucket([]byte(bucketMeta))
 	if mb == nil {
@@ -143,11 +142,12 @@ func (i *Inventory) recordHistory(em *emitter, prepared any) error {
 			from = timeKey(t)
 		}
 		h.roots = i.groupRoots()
+		groups := i.mergeGroups()
 		for _, id := range i.sortedIDs() {
-			if err := i.putViewRow(em, t, id); err != nil {
+			if err := i.putViewRow(em, t, id, groups); err != nil {
 				return err
 			}
-			h.fp[id] = i.viewFingerprint(id)
+			h.fp[id] = i.viewFingerprint(id, groups)
 		}
 		if err := em.put(bucketMeta, metaHistFrom, from); err != nil {
 			return err
@@ -188,9 +188,8 @@ func (i *Inventory) recordHistory(em *emitter, prepared any) error {
 			}
 		}
 		h.roots = roots
-		h.groups = i.mergeGroups()
-		defer func() { h.groups = nil }()
 	}
+	groups := i.mergeGroups() // once per event, not once per device
 	for id, d := range h.touched {
 		if d == nil || i.devs[id] != d {
 			if _, ok := h.fp[id]; ok && i.devs[id] == nil {
@@ -201,11 +200,11 @@ func (i *Inventory) recordHistory(em *emitter, prepared any) error {
 			}
 			continue
 		}
-		fp := i.viewFingerprint(id)
+		fp := i.viewFingerprint(id, groups)
 		if old, ok := h.fp[id]; ok && old == fp {
 			continue
 		}
-		if err := i.putViewRow(em, t, id); err != nil {
+		if err := i.putViewRow(em, t, id, groups); err != nil {
 			return err
 		}
 		h.fp[id] = fp
@@ -234,8 +233,8 @@ func (i *Inventory) groupRoots() map[string]string {
 
 // viewFingerprint is the fingerprint of the row of device id (which
 // exists) as i.hist.roots shows it: of its root for a merged device, of
-// the union of its group for a root.
-func (i *Inventory) viewFingerprint(id string) uint64 {
+// the union of its group (groups: mergeGroups) for a root.
+func (i *Inventory) viewFingerprint(id string, groups map[string][]*device) uint64 {
 	h := &i.hist
 	if r, ok := h.roots[id]; ok {
 		var m maphash.Hash
@@ -244,37 +243,18 @@ func (i *Inventory) viewFingerprint(id string) uint64 {
 		m.WriteString(r)
 		return m.Sum64()
 	}
-	return h.fingerprint(i.histView(id))
-}
-
-// histView is device id (not merged into another) as the API shows it:
-// the union of its group when others are merged into it. The groups are
-// those of i.hist.groups when recordHistory gathered them (once per
-// event rather than once per device).
-func (i *Inventory) histView(id string) *device {
-	d := i.devs[id]
-	if len(i.merges) == 0 {
-		return d
-	}
-	groups := i.hist.groups
-	if groups == nil {
-		groups = i.mergeGroups()
-	}
-	if ms := groups[id]; len(ms) > 0 {
-		return i.unionOf(d, ms)
-	}
-	return d
+	return h.fingerprint(i.viewIn(groups, i.devs[id]))
 }
 
 // putViewRow writes the history row of device id at t: the device as the
 // API shows it, or, for a device merged into another, a row naming its
-// root (history.Device.MergedInto).
-func (i *Inventory) putViewRow(em *emitter, t time.Time, id string) error {
+// root (history.Device.MergedInto). groups is mergeGroups.
+func (i *Inventory) putViewRow(em *emitter, t time.Time, id string, groups map[string][]*device) error {
 	var doc history.Device
 	if r, ok := i.hist.roots[id]; ok {
 		doc = history.Device{ID: id, MergedInto: r}
 	} else {
-		doc = i.histView(id).historyDoc()
+		doc = i.viewIn(groups, i.devs[id]).historyDoc()
 	}
 	js, err := json.Marshal(doc)
 	if err != nil {

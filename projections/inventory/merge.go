@@ -123,8 +123,12 @@ func (i *Inventory) membersOf(id string) []*device {
 // viewOf returns d as the API shows it: d itself, or the union of its
 // group when devices are merged into it. The caller has checked that d
 // is not an alias and holds a lock.
-func (i *Inventory) viewOf(d *device) *device {
-	if ms := i.membersOf(d.ID); len(ms) > 0 {
+func (i *Inventory) viewOf(d *device) *device { return i.viewIn(i.mergeGroups(), d) }
+
+// viewIn is viewOf with the groups (mergeGroups) already gathered, for
+// callers that show many devices.
+func (i *Inventory) viewIn(groups map[string][]*device, d *device) *device {
+	if ms := groups[d.ID]; len(ms) > 0 {
 		return i.unionOf(d, ms)
 	}
 	return d
@@ -154,9 +158,7 @@ func (i *Inventory) viewDevices() []*device {
 			if _, alias := i.parentOf(id); alias {
 				continue
 			}
-			if ms := groups[id]; len(ms) > 0 {
-				d = i.unionOf(d, ms)
-			}
+			d = i.viewIn(groups, d)
 		}
 		out = append(out, d)
 	}
