@@ -593,12 +593,13 @@ func (r *Runner) read(ctx context.Context, from, limit uint64, ch chan<- *batch)
 	// when the newest snapshot is SnapshotEvery older (snapshotDue's rule;
 	// the applier takes the snapshots, only at these cuts, so the reader
 	// can follow its newest one). Cutting at every purge made an hourly
-	// purge cost a commit and a flush of every changed row per hour.
-	newest, haveSnap, err := r.newestSnapshot()
-	if err != nil {
-		send(&batch{err: err})
-		return
-	}
+	// purge cost a commit and a flush of every changed row per hour. The
+	// stored snapshots are read at the first purge, not at every
+	// catch-up.
+	var (
+		newest             time.Time
+		haveSnap, knowSnap bool
+	)
 	for ctx.Err() == nil && from <= limit {
 		b := rest
 		if b == nil {
@@ -613,7 +614,18 @@ func (r *Runner) read(ctx context.Context, from, limit uint64, ch chan<- *batch)
 		}
 		rest = nil
 		for k, e := range b.evs {
-			if e.Kind != events.KindRetentionPurged || (haveSnap && e.Time.Sub(newest) < r.opts.SnapshotEvery) {
+			if e.Kind != events.KindRetentionPurged {
+				continue
+			}
+			if !knowSnap {
+				var err error
+				if newest, haveSnap, err = r.newestSnapshot(); err != nil {
+					send(&batch{err: err})
+					return
+				}
+				knowSnap = true
+			}
+			if haveSnap && e.Time.Sub(newest) < r.opts.SnapshotEvery {
 				continue
 			}
 			newest, haveSnap = e.Time, true

@@ -471,6 +471,26 @@ func (p *preparing) ApplyPrepared(tx *bolt.Tx, ev events.Envelope, prepared any)
 	return p.Apply(tx, ev)
 }
 
+// appendPurgedTicks appends n rounds of 10 clock ticks (one a second from
+// t0 + 100 s × round) and a retention.purged 50 s into the round, and
+// returns the purges as appended.
+func appendPurgedTicks(t *testing.T, st *store.Store, n int) []events.Envelope {
+	t.Helper()
+	var purges []events.Envelope
+	for h := range n {
+		appendTicks(t, st, h*100, 10)
+		at := t0.Add(time.Duration(h*100+50) * time.Second)
+		purge := events.MustNew(events.KindRetentionPurged, events.RetentionPurged{Counts: map[string]int{}}, at)
+		purge.Source = "retention"
+		out, err := st.Append(context.Background(), purge)
+		if err != nil {
+			t.Fatal(err)
+		}
+		purges = append(purges, out[0])
+	}
+	return purges
+}
+
 // TestPurgesDoNotRereadTheLog: a batch ends after each retention.purged
 // (a snapshot may follow it), and what the batch held after it goes on to
 // the next batch as it was read and prepared: every event is prepared
@@ -479,15 +499,7 @@ func (p *preparing) ApplyPrepared(tx *bolt.Tx, ev events.Envelope, prepared any)
 func TestPurgesDoNotRereadTheLog(t *testing.T) {
 	st := openStore(t, filepath.Join(t.TempDir(), "j.db"))
 	defer st.Close()
-	for h := range 40 {
-		appendTicks(t, st, h*100, 10)
-		at := t0.Add(time.Duration(h*100+50) * time.Second)
-		purge := events.MustNew(events.KindRetentionPurged, events.RetentionPurged{Counts: map[string]int{}}, at)
-		purge.Source = "retention"
-		if _, err := st.Append(context.Background(), purge); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendPurgedTicks(t, st, 40)
 	head := appendTicks(t, st, 5000, 7)
 	p := &preparing{counting: counting{name: "a", version: 1}}
 	r, err := New(st, []Projection{p}, Options{BatchSize: 100, SnapshotEvery: time.Nanosecond})
@@ -517,18 +529,7 @@ func TestPurgesDoNotRereadTheLog(t *testing.T) {
 func TestBatchesCutOnlyForSnapshots(t *testing.T) {
 	st := openStore(t, filepath.Join(t.TempDir(), "j.db"))
 	defer st.Close()
-	var purges []events.Envelope
-	for h := range 12 {
-		appendTicks(t, st, h*100, 10)
-		at := t0.Add(time.Duration(h*100+50) * time.Second)
-		purge := events.MustNew(events.KindRetentionPurged, events.RetentionPurged{Counts: map[string]int{}}, at)
-		purge.Source = "retention"
-		out, err := st.Append(context.Background(), purge)
-		if err != nil {
-			t.Fatal(err)
-		}
-		purges = append(purges, out[0])
-	}
+	purges := appendPurgedTicks(t, st, 12)
 	head := appendTicks(t, st, 5000, 7)
 	p := &preparing{counting: counting{name: "a", version: 1}}
 	r, err := New(st, []Projection{p}, Options{BatchSize: 1000, SnapshotEvery: 350 * time.Second})
