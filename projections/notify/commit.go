@@ -75,28 +75,27 @@ func (c *committer) run() {
 		}
 	gather:
 		for len(group) < maxGroup {
+			var (
+				r  writeReq
+				ok bool
+			)
 			if wait == nil {
 				select {
-				case r, ok := <-c.reqs:
-					if !ok {
-						break gather
-					}
-					group = append(group, r)
+				case r, ok = <-c.reqs:
 				default:
 					break gather
 				}
-				continue
-			}
-			select {
-			case r, ok := <-c.reqs:
-				if !ok {
+			} else {
+				select {
+				case r, ok = <-c.reqs:
+				case <-wait:
 					break gather
 				}
-				group = append(group, r)
-			case <-wait:
-				wait = nil
+			}
+			if !ok {
 				break gather
 			}
+			group = append(group, r)
 		}
 		linger.Stop()
 		c.commit(group)
