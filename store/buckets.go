@@ -22,7 +22,7 @@ const (
 	// BucketCheckpoints holds one 8-byte big-endian seq per consumer name.
 	BucketCheckpoints = "checkpoints"
 	// BucketSnapshots holds one nested bucket per snapshot, named by its
-	// 8-byte big-endian seq, with keys "info" (JSON) and "data" (gzip JSON).
+	// 8-byte big-endian seq, with keys "info" (JSON) and "data" (gzip, snapcodec.go).
 	BucketSnapshots = "snapshots"
 )
 

@@ -36,7 +36,7 @@
 //	             removed (absent before the first compaction).
 //	checkpoints  consumer name → 8-byte big-endian seq.
 //	snapshots    8-byte big-endian seq → nested bucket with "info" (JSON
-//	             [SnapshotInfo]) and "data" (gzip JSON [Snapshot]).
+//	             [SnapshotInfo]) and "data" (a gzip-compressed [Snapshot], snapcodec.go).
 //
 // Event n's hash is SHA-256(hash of n-1 as 32 bytes || canonical bytes of
 // n), where the hash before seq 1 is events.ZeroHash and the hash before

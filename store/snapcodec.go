@@ -144,6 +144,44 @@ func (w *snapWriter) entries(kvs []KV, depth int) {
 	}
 }
 
+// decodeSnapshot reverses encodeSnapshot (or reads a snapshot of the
+// first format, gzip(JSON(snap))) and checks the result.
+func decodeSnapshot(data []byte) (*Snapshot, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("decompress: %w", err)
+	}
+	br := bufio.NewReaderSize(zr, 64<<10)
+	var snap *Snapshot
+	if magic, _ := br.Peek(len(snapMagic)); string(magic) == snapMagic {
+		snap, err = decodeSnapshotV2(br)
+	} else {
+		snap = &Snapshot{}
+		err = json.NewDecoder(br).Decode(snap)
+		if err != nil {
+			err = fmt.Errorf("decode: %w", err)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.Copy(io.Discard, br); err != nil {
+		return nil, fmt.Errorf("decompress: %w", err)
+	}
+	if !validHash(snap.Hash) {
+		return nil, fmt.Errorf("decode: hash %q is not a hex SHA-256", snap.Hash)
+	}
+	for name, kvs := range snap.Buckets {
+		if reserved(name) || name == "" {
+			return nil, fmt.Errorf("decode: bucket name %q not allowed", name)
+		}
+		if err := checkKVs(kvs); err != nil {
+			return nil, fmt.Errorf("decode: bucket %q: %w", name, err)
+		}
+	}
+	return snap, nil
+}
+
 // decodeSnapshotV2 reads the layout above from r, positioned at the
 // magic.
 func decodeSnapshotV2(r *bufio.Reader) (*Snapshot, error) {

@@ -1,14 +1,11 @@
 package store
 
 import (
-	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"time"
 
@@ -59,7 +56,7 @@ type SnapshotInfo struct {
 }
 
 // saveSnapshotAt dumps buckets, as they are in tx, into a snapshot at seq
-// and stores it (gzip JSON) in BucketSnapshots, replacing any snapshot at
+// and stores it (compressed, snapcodec.go) in BucketSnapshots, replacing any snapshot at
 // the same seq. tx must be writable, and the buckets' state must be the
 // state derived from events 1..seq. Only tests call it (export_test.go);
 // the runner snapshots through SaveSnapshotOfTx.
@@ -75,7 +72,7 @@ func saveSnapshotAt(tx *bolt.Tx, seq uint64, t time.Time, buckets []string) erro
 }
 
 // SaveSnapshotOfTx dumps buckets, as they are in tx, into a snapshot at
-// the event ev and stores it (gzip JSON) in BucketSnapshots, replacing any
+// the event ev and stores it (compressed, snapcodec.go) in BucketSnapshots, replacing any
 // snapshot at the same seq. tx must be writable, and the buckets' state
 // must be the state derived from events 1..ev.Seq: take it in the
 // transaction that moved the owners' checkpoints to ev.Seq. The store's
@@ -208,44 +205,6 @@ func dumpBucket(b *bolt.Bucket) ([]KV, error) {
 		return nil
 	})
 	return kvs, err
-}
-
-// decodeSnapshot reverses encodeSnapshot (or reads a snapshot of the
-// first format, gzip(JSON(snap))) and checks the result.
-func decodeSnapshot(data []byte) (*Snapshot, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		return nil, fmt.Errorf("decompress: %w", err)
-	}
-	br := bufio.NewReaderSize(zr, 64<<10)
-	var snap *Snapshot
-	if magic, _ := br.Peek(len(snapMagic)); string(magic) == snapMagic {
-		snap, err = decodeSnapshotV2(br)
-	} else {
-		snap = &Snapshot{}
-		err = json.NewDecoder(br).Decode(snap)
-		if err != nil {
-			err = fmt.Errorf("decode: %w", err)
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	if _, err := io.Copy(io.Discard, br); err != nil {
-		return nil, fmt.Errorf("decompress: %w", err)
-	}
-	if !validHash(snap.Hash) {
-		return nil, fmt.Errorf("decode: hash %q is not a hex SHA-256", snap.Hash)
-	}
-	for name, kvs := range snap.Buckets {
-		if reserved(name) || name == "" {
-			return nil, fmt.Errorf("decode: bucket name %q not allowed", name)
-		}
-		if err := checkKVs(kvs); err != nil {
-			return nil, fmt.Errorf("decode: bucket %q: %w", name, err)
-		}
-	}
-	return snap, nil
 }
 
 // checkKVs rejects empty keys, values on nested entries and nesting
