@@ -27,6 +27,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -120,7 +121,7 @@ func load(ctx context.Context, args []string) error {
 	dur := fs.Duration("duration", 10*time.Second, "how long to load")
 	path := fs.String("path", "/api/devices?limit=100", "request path; {id} is replaced by device ids")
 	cpuProfile := fs.String("cpuprofile", "", "write the load tool's own CPU profile to this file")
-	rate := fs.Float64("rate", 0, "requests per second offered on a fixed schedule (open loop; each latency counts from the request's scheduled time, so a server that falls behind shows it); 0: every client sends its next request when the last is answered (closed loop, as fast as the server goes)")
+	rate := fs.Float64("rate", 0, "requests per second offered on a fixed schedule (open loop; each latency counts from the moment its slot was handed out, so a server that falls behind shows it; the load tool's own lateness is reported apart); 0: every client sends its next request when the last is answered (closed loop, as fast as the server goes)")
 	fs.Parse(args)
 	if *sources < 1 || *sources > 250 {
 		return errors.New("--sources must be 1 to 250")
@@ -181,10 +182,24 @@ func load(ctx context.Context, args []string) error {
 	// With --rate, one goroutine hands out the scheduled start times and
 	// the clients take them: a late answer delays the requests behind
 	// it, and their latencies count that wait.
-	var schedule chan time.Time
+	//
+	// A latency counts from the moment the slot was handed out, not from
+	// its planned time: the Go timer that wakes this goroutine fires up
+	// to a millisecond late (epoll's timeout is in whole milliseconds),
+	// later still when the CPUs are busy, and that lateness is the load
+	// tool's, not the server's. It is reported on its own line. The
+	// schedule keeps its rate (slot k is planned at begin + k×interval
+	// whatever the lateness), and a slot that waits for a free client
+	// counts that wait.
+	type slot struct{ planned, offered time.Time }
+	var schedule chan slot
+	var lateness []time.Duration // offered − planned, per slot (one writer)
 	if *rate > 0 {
-		schedule = make(chan time.Time, 1<<16)
+		schedule = make(chan slot, 1<<16)
+		lateness = make([]time.Duration, 0, int(*rate*dur.Seconds())+1)
+		wg.Add(1)
 		go func() {
+			defer wg.Done()
 			defer close(schedule)
 			interval := time.Duration(float64(time.Second) / *rate)
 			for k := int64(0); ; k++ {
@@ -196,8 +211,10 @@ func load(ctx context.Context, args []string) error {
 					case <-time.After(d):
 					}
 				}
+				now := time.Now()
 				select {
-				case schedule <- at:
+				case schedule <- slot{at, now}:
+					lateness = append(lateness, now.Sub(at))
 				case <-ctx.Done():
 					return
 				}
@@ -215,11 +232,11 @@ func load(ctx context.Context, args []string) error {
 			for ctx.Err() == nil {
 				var scheduled time.Time
 				if schedule != nil {
-					at, ok := <-schedule
+					sl, ok := <-schedule
 					if !ok {
 						break
 					}
-					scheduled = at
+					scheduled = sl.offered
 				}
 				p := *path
 				if ids != nil {
@@ -276,6 +293,11 @@ func load(ctx context.Context, args []string) error {
 	fmt.Printf("path %s  clients %d  sources %d  tokens %d  duration %s  %s\n", *path, *conc, *sources, len(tokens), elapsed.Round(time.Millisecond), mode)
 	fmt.Printf("requests %d  rps %.0f  errors %d\n", len(latencies), float64(len(latencies))/elapsed.Seconds(), errs.Load())
 	fmt.Printf("latency p50 %s  p90 %s  p99 %s  max %s\n", pct(latencies, .50), pct(latencies, .90), pct(latencies, .99), pct(latencies, 1))
+	if lateness != nil {
+		slices.Sort(lateness)
+		fmt.Printf("load tool lateness (slot offered after its planned time, not counted above) p50 %s  p99 %s  max %s\n",
+			pct(lateness, .50), pct(lateness, .99), pct(lateness, 1))
+	}
 	if len(okLat) != len(latencies) {
 		fmt.Printf("2xx only: requests %d  rps %.0f  p50 %s  p90 %s  p99 %s  max %s\n", len(okLat), float64(len(okLat))/elapsed.Seconds(),
 			pct(okLat, .50), pct(okLat, .90), pct(okLat, .99), pct(okLat, 1))
