@@ -60,6 +60,9 @@ type histState struct {
 	fp       map[string]uint64  // fingerprint of each device's newest row
 	touched  map[string]*device // devices marked dirty by the event being applied
 	last     time.Time          // clamped time of the last applied event
+	// lastDirty: last moved since the last Flush, which stores it (a Put
+	// per event cost about 3 % of a rebuild's applying).
+	lastDirty bool
 	needBase bool               // no history_from yet: write every device's row at the next event
 	// baseFrom: the devices of the base existed before the next event
 	// (the rows begin with it); else the history begins with the log.
@@ -75,7 +78,7 @@ func (h *histState) reset() {
 	}
 	h.fp = map[string]uint64{}
 	h.touched = map[string]*device{}
-	h.last = time.Time{}
+	h.last, h.lastDirty = time.Time{}, false
 	h.needBase = false
 	h.baseFrom = false
 	h.roots = nil
@@ -128,9 +131,8 @@ func (i *Inventory) recordHistory(em *emitter, prepared any) error {
 	if t.Before(h.last) {
 		t = h.last
 	}
-	h.last = t
-	if err := em.put(bucketMeta, metaHistLast, timeKey(t)); err != nil {
-		return err
+	if !t.Equal(h.last) {
+		h.last, h.lastDirty = t, true
 	}
 	if h.needBase {
 		// The first event since the rows began (a database written before

@@ -349,12 +349,22 @@ func (i *Inventory) Flush(tx *bolt.Tx) error {
 			return fmt.Errorf("inventory: flush: put presence evidence: %w", err)
 		}
 	}
+	if i.hist.lastDirty {
+		mb := tx.Bucket([]byte(bucketMeta))
+		if mb == nil {
+			return fmt.Errorf("inventory: flush: bucket %q missing", bucketMeta)
+		}
+		if err := mb.Put(metaHistLast, timeKey(i.hist.last)); err != nil {
+			return fmt.Errorf("inventory: flush: put history time: %w", err)
+		}
+	}
 	if err := i.flushReads(tx); err != nil {
 		return err
 	}
 	if err := i.flushSweepBases(tx); err != nil {
 		return err
 	}
+	i.hist.lastDirty = false
 	clear(i.dirty)
 	clear(i.deleted)
 	i.metaDirty = false
