@@ -193,8 +193,9 @@ const sensorSweep = `scan:
 
 // TestLabSensors runs a central with an embedded NATS server and two
 // sensors on the lab's segment with disjoint networks: site-a in-process
-// behind a link that is cut for 15 s while it keeps sweeping, site-b as
-// the real binary, killed with SIGKILL while it sends and started again.
+// behind a link that is cut for 15 s while it keeps sweeping (with the
+// shared sensor user), site-b as the real binary, killed with SIGKILL
+// while it sends and started again (with a password of its own).
 // The central's inventory is what both saw; every observation a sensor
 // stored is in the central's log exactly once; a sensor gone silent
 // leaves its devices not covered, never offline.
@@ -231,6 +232,8 @@ sensors:
       listen: 127.0.0.1:0
       user: sensor
       password: sensor-pw
+      sensors:
+        site-b: {password: site-b-pw}
 `)
 	d := startDaemon(t, ccfg)
 	testHooks = nil
@@ -279,7 +282,7 @@ sensors:
     custom: "22,80,445,631,9100"
 sensor:
   name: site-b
-  nats: {url: "nats://`+proxyB.addr+`", user: sensor, password: sensor-pw}
+  nats: {url: "nats://`+proxyB.addr+`", user: site-b, password: site-b-pw}
 `)
 	b1 := startSensorProc(t, bin, bcfg)
 

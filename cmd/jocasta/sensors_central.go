@@ -43,7 +43,7 @@ func startSensors(ctx context.Context, cfg *config.Config, st *store.Store, m *s
 	}
 	if s.NATS.URL == "" {
 		e := s.NATS.Embedded
-		emb, err := remote.StartEmbedded(remote.EmbeddedOptions{Listen: e.Listen, User: e.User, Password: e.Password,
+		emb, err := remote.StartEmbedded(remote.EmbeddedOptions{Listen: e.Listen, User: e.User, Password: e.Password, Sensors: e.SensorPasswords(),
 			TLSCert: e.TLSCert, TLSKey: e.TLSKey, StoreDir: cfg.NATSStoreDir(), Log: log})
 		if err != nil {
 			return nil, fmt.Errorf("sensors.nats.embedded: %w", err)

@@ -294,3 +294,71 @@ func TestEmbeddedSensorUser(t *testing.T) {
 		t.Fatalf("stream: %v, %+v", err, info)
 	}
 }
+
+// TestEmbeddedPerSensorUsers: a sensor with its own password connects as
+// the user of its name and may publish on its own subject only; a
+// password does not open another sensor's user; names that would clash
+// with the central's user or the shared one are refused.
+func TestEmbeddedPerSensorUsers(t *testing.T) {
+	ctx := context.Background()
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	for name, o := range map[string]EmbeddedOptions{
+		"the central's user":     {Sensors: map[string]string{centralUser: "x"}},
+		"the shared user's name": {User: "a", Password: "p", Sensors: map[string]string{"a": "x"}},
+		"an empty password":      {Sensors: map[string]string{"a": ""}},
+		"a wildcard":             {Sensors: map[string]string{"a.*": "x"}},
+	} {
+		o.Listen, o.StoreDir, o.Log = "127.0.0.1:0", t.TempDir(), log
+		if srv, err := StartEmbedded(o); err == nil {
+			srv.Shutdown()
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	srv, err := StartEmbedded(EmbeddedOptions{Listen: "127.0.0.1:0", Sensors: map[string]string{"site-a": "pa", "site-b": "pb"},
+		StoreDir: filepath.Join(t.TempDir(), "nats"), Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	cnc, err := srv.Conn("central", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cnc.Close()
+	cjs, err := jetstream.New(cnc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cjs.CreateOrUpdateStream(ctx, StreamConfig()); err != nil {
+		t.Fatalf("the central could not create the stream: %v", err)
+	}
+	url := "nats://" + srv.Addr().String()
+	if nc, err := nats.Connect(url, nats.UserInfo("site-a", "pb")); err == nil {
+		nc.Close()
+		t.Fatal("site-b's password opened site-a's user")
+	}
+	nc, err := nats.Connect(url, nats.UserInfo("site-a", "pa"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, SubjectFor("site-a"), []byte("{}")); err != nil {
+		t.Fatalf("site-a could not publish on its subject: %v", err)
+	}
+	tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, err := js.Publish(tctx, SubjectFor("site-b"), []byte("{}")); err == nil {
+		t.Fatal("site-a published as site-b")
+	}
+	st, err := cjs.Stream(ctx, Topic)
+	if err != nil {
+		t.Fatalf("the stream is gone: %v", err)
+	}
+	if info, err := st.Info(ctx); err != nil || info.State.Msgs != 1 {
+		t.Fatalf("stream: %v, %+v (want site-a's one message)", err, info)
+	}
+}

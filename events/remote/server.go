@@ -5,9 +5,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -19,10 +22,14 @@ import (
 type EmbeddedOptions struct {
 	// Listen is host:port for the sensors (port 0: any free port).
 	Listen string
-	// User and Password are the credentials sensors connect with (none:
-	// no sensor can connect). That user may only publish on the sensors'
-	// subjects.
+	// User and Password are the credentials every sensor may connect
+	// with (none: only the Sensors' own). That user may publish on every
+	// sensor's subject: whoever holds its password can send as any name.
 	User, Password string
+	// Sensors maps a sensor name to its own password: that sensor
+	// connects as the user of its name, which may publish only on its own
+	// subject (SubjectFor(name)), so its password cannot send as another.
+	Sensors map[string]string
 	// TLSCert and TLSKey, when set, make the server take TLS only.
 	TLSCert, TLSKey string
 	// StoreDir holds JetStream's files (created 0700).
@@ -32,12 +39,14 @@ type EmbeddedOptions struct {
 
 // Embedded is a NATS server with JetStream running in the process.
 //
-// It has two users. The sensors' (EmbeddedOptions.User) may only publish
-// on the sensors' subjects (jocasta-sensors.*) and receive the replies
-// to its own requests (_INBOX.>): a sensor's password cannot read,
-// purge or delete the stream, nor take messages from the central's
-// consumer. The central's own user, with a random password made at each
-// start, connects in-process (Conn) and may do everything.
+// Its sensor users (the shared EmbeddedOptions.User, and one per
+// EmbeddedOptions.Sensors name) may only publish on the sensors'
+// subjects (the shared one on every jocasta-sensors.*, a sensor's own on
+// jocasta-sensors.<name>) and receive the replies to their own requests
+// (_INBOX.>): a sensor's password cannot read, purge or delete the
+// stream, nor take messages from the central's consumer. The central's
+// own user, with a random password made at each start, connects
+// in-process (Conn) and may do everything.
 type Embedded struct {
 	srv        *server.Server
 	user, pass string
@@ -88,14 +97,32 @@ func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 	}
 	pass := hex.EncodeToString(secret[:])
 	opts.Users = []*server.User{{Username: centralUser, Password: pass}}
+	// sensorUser may publish on subjects and receive the replies to its
+	// own requests (JetStream's acknowledgements), nothing else.
+	sensorUser := func(name, password string, subjects ...string) *server.User {
+		return &server.User{Username: name, Password: password, Permissions: &server.Permissions{
+			Publish:   &server.SubjectPermission{Allow: subjects},
+			Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>"}},
+		}}
+	}
 	if o.User != "" {
 		if o.User == centralUser {
 			return nil, fmt.Errorf("remote: embedded: the user name %q is the central's own", centralUser)
 		}
-		opts.Users = append(opts.Users, &server.User{Username: o.User, Password: o.Password, Permissions: &server.Permissions{
-			Publish:   &server.SubjectPermission{Allow: []string{Topic + ".*"}},
-			Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>"}},
-		}})
+		opts.Users = append(opts.Users, sensorUser(o.User, o.Password, Topic+".*"))
+	}
+	for _, name := range slices.Sorted(maps.Keys(o.Sensors)) {
+		switch {
+		case name == centralUser:
+			return nil, fmt.Errorf("remote: embedded: the sensor name %q is the central's own user", centralUser)
+		case name == o.User:
+			return nil, fmt.Errorf("remote: embedded: sensor %q has its own password and is also the shared user's name", name)
+		case name == "" || strings.ContainsAny(name, ".*> \t"):
+			return nil, fmt.Errorf("remote: embedded: bad sensor name %q", name)
+		case o.Sensors[name] == "":
+			return nil, fmt.Errorf("remote: embedded: sensor %q has an empty password", name)
+		}
+		opts.Users = append(opts.Users, sensorUser(name, o.Sensors[name], SubjectFor(name)))
 	}
 	if o.TLSCert != "" || o.TLSKey != "" {
 		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: o.TLSCert, KeyFile: o.TLSKey})

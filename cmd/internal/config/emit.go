@@ -227,10 +227,26 @@ func describeDefault(f *field, v reflect.Value) string {
 	return scalarText(f, v)
 }
 
+// nestedExamples are the instance maps inside a live section whose
+// starter shows a commented-out example (the whole example blocks of
+// plugins and notify are exampleConfig's).
+var nestedExamples = map[string]func() any{
+	"sensors.nats.embedded.sensors": func() any {
+		return map[string]EmbeddedSensor{"site-a": {Password: "change-me"}}
+	},
+}
+
 // key writes one key (with its comment) and what is below it. v is its value.
 func (e *emitter) key(f *field, v reflect.Value, indent int) {
 	if f.optional && v.IsNil() {
 		return // an absent block
+	}
+	if ex, ok := nestedExamples[f.pattern]; ok && e.comments && e.prefix == "" && v.Len() == 0 {
+		if !e.liveExamples {
+			e.prefix = "# "
+			defer func() { e.prefix = "" }()
+		}
+		v = reflect.ValueOf(ex())
 	}
 	if e.comments {
 		e.comment(indent, f.pattern, f, defaultOf(f))

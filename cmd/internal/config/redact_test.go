@@ -30,6 +30,7 @@ func TestSecretKeys(t *testing.T) {
 		"notify.*.http.headers",
 		"sensors.nats.password",
 		"sensors.nats.embedded.password",
+		"sensors.nats.embedded.sensors.*.password",
 		"sensor.nats.password",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

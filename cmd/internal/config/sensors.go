@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -46,10 +47,30 @@ type EmbeddedNATS struct {
 	Listen   string `yaml:"listen"` // default 0.0.0.0:4222
 	User     string `yaml:"user"`
 	Password string `yaml:"password" cfg:"secret"`
-	TLSCert  string `yaml:"tls_cert"`
-	TLSKey   string `yaml:"tls_key"`
+	// Sensors gives a sensor its own password: it connects as the user
+	// of its name, which may publish only on its own subject.
+	Sensors map[string]EmbeddedSensor `yaml:"sensors"`
+	TLSCert string                    `yaml:"tls_cert"`
+	TLSKey  string                    `yaml:"tls_key"`
 	// StoreDir holds JetStream's files; default <db.path>/nats.
 	StoreDir string `yaml:"store_dir"`
+}
+
+// EmbeddedSensor is one sensor's own credentials on the embedded server.
+type EmbeddedSensor struct {
+	Password string `yaml:"password" cfg:"secret"`
+}
+
+// SensorPasswords maps each sensor with its own password to it.
+func (e EmbeddedNATS) SensorPasswords() map[string]string {
+	if len(e.Sensors) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(e.Sensors))
+	for name, s := range e.Sensors {
+		out[name] = s.Password
+	}
+	return out
 }
 
 // Sensor is this process as a sensor (`jocasta sensor`): its name, its
@@ -103,9 +124,18 @@ func (l *loader) validateSensors(c *Config) {
 	if s.Enabled && s.NATS.URL == "" {
 		e := s.NATS.Embedded
 		l.listenAddr("sensors.nats.embedded.listen", e.Listen)
-		l.check("sensors.nats.embedded.user", e.User != "", "the embedded server takes sensors with a user and password: set sensors.nats.embedded.user and password (or sensors.nats.url for an existing server)")
-		l.check("sensors.nats.embedded.user", e.User != "jocasta-central", `"jocasta-central" is the embedded server's user for the service itself: choose another name for the sensors`)
-		l.check("sensors.nats.embedded.password", e.Password != "", "set sensors.nats.embedded.password, the password sensors connect with")
+		if e.User != "" || len(e.Sensors) == 0 {
+			l.check("sensors.nats.embedded.user", e.User != "", "the embedded server takes sensors with a password: give each sensor its own (sensors.nats.embedded.sensors.<name>.password), or set a shared sensors.nats.embedded.user and password (or sensors.nats.url for an existing server)")
+			l.check("sensors.nats.embedded.user", e.User != "jocasta-central", `"jocasta-central" is the embedded server's user for the service itself: choose another name for the sensors`)
+			l.check("sensors.nats.embedded.user", e.Sensors[e.User] == (EmbeddedSensor{}), fmt.Sprintf("%q has its own password under sensors.nats.embedded.sensors: choose another name for the shared user", e.User))
+			l.check("sensors.nats.embedded.password", e.Password != "", "set sensors.nats.embedded.password, the password sensors connect with")
+		}
+		for _, name := range slices.Sorted(maps.Keys(e.Sensors)) {
+			path := "sensors.nats.embedded.sensors." + name
+			l.check(path, slices.Contains(s.Names, name), fmt.Sprintf("%q is not in sensors.names: add it there, or remove its password", name))
+			l.check(path, name != "jocasta-central", `"jocasta-central" is the embedded server's user for the service itself: name the sensor otherwise`)
+			l.check(path+".password", e.Sensors[name].Password != "", "set the password this sensor connects with (its user is its name)")
+		}
 		l.pair("sensors.nats.embedded", e.TLSCert, e.TLSKey)
 	}
 	if c.Sensor.Name != "" {
@@ -166,19 +196,22 @@ func sensorKeyDocs() map[string]keyDoc {
 		}
 	}
 	docs := map[string]keyDoc{
-		"sensors":                         {doc: "Remote sites: sensors (jocasta sensor) publish their observations over NATS JetStream and this service appends them with source sensor:<name>. A sensor silent for 3 times its interval makes its devices not covered, never offline. See docs/sensors.md."},
-		"sensors.enabled":                 {doc: "Consumes the sensors' stream.", allowed: "true, false"},
-		"sensors.names":                   {doc: "The sensors allowed to send. Messages from any other name are refused and logged.", def: "empty", allowed: "a list of names (lower-case letters, digits, - and _)"},
-		"sensors.nats.embedded":           {doc: "The NATS server with JetStream the service runs itself when sensors.nats.url is empty."},
-		"sensors.nats.embedded.listen":    {doc: "Where sensors connect.", allowed: "host:port"},
-		"sensors.nats.embedded.user":      {doc: "The user sensors connect with. It may only publish on the sensors' subjects (jocasta-sensors.*); the service connects in-process as its own user.", def: "required when enabled with no url", allowed: "any but jocasta-central"},
-		"sensors.nats.embedded.password":  {doc: "Its password.", def: "required when enabled with no url", allowed: "any"},
-		"sensors.nats.embedded.tls_cert":  {doc: "Server certificate: with it (and tls_key) sensors must connect with TLS.", allowed: "a PEM file path"},
-		"sensors.nats.embedded.tls_key":   {doc: "The server certificate's key.", allowed: "a PEM file path"},
-		"sensors.nats.embedded.store_dir": {doc: "Where JetStream keeps the messages not yet appended.", def: "<db.path>/nats", allowed: "a directory"},
-		"sensor":                          {doc: "This process as a sensor at a remote site (jocasta sensor --config FILE): its sweeps, port scans and plugins of this file go to the central instead of a local log."},
-		"sensor.name":                     {doc: "The sensor's name, one of the central's sensors.names.", def: "required by jocasta sensor", allowed: "lower-case letters, digits, - and _"},
-		"sensor.outbox":                   {doc: "File where observations wait until the central's NATS server has them.", def: "<db.path>/sensor-outbox.db", allowed: "a file path"},
+		"sensors":                                  {doc: "Remote sites: sensors (jocasta sensor) publish their observations over NATS JetStream and this service appends them with source sensor:<name>. A sensor silent for 3 times its interval makes its devices not covered, never offline. See docs/sensors.md."},
+		"sensors.enabled":                          {doc: "Consumes the sensors' stream.", allowed: "true, false"},
+		"sensors.names":                            {doc: "The sensors allowed to send. Messages from any other name are refused and logged.", def: "empty", allowed: "a list of names (lower-case letters, digits, - and _)"},
+		"sensors.nats.embedded":                    {doc: "The NATS server with JetStream the service runs itself when sensors.nats.url is empty."},
+		"sensors.nats.embedded.listen":             {doc: "Where sensors connect.", allowed: "host:port"},
+		"sensors.nats.embedded.user":               {doc: "A user every sensor may connect with. It may only publish on the sensors' subjects (jocasta-sensors.*), but on any sensor's: whoever holds its password can send as any name (prefer sensors.nats.embedded.sensors). The service connects in-process as its own user.", def: "required when enabled with no url and no sensors.nats.embedded.sensors", allowed: "any but jocasta-central and the names under sensors.nats.embedded.sensors"},
+		"sensors.nats.embedded.password":           {doc: "Its password.", def: "required with user", allowed: "any"},
+		"sensors.nats.embedded.sensors":            {doc: "A password of its own per sensor: the sensor connects with its name as the user (sensor.nats.user) and this password, and may publish only on its own subject (jocasta-sensors.<name>), so its password cannot send as another sensor. From the environment: SVC_SENSORS__NATS__EMBEDDED__SENSORS__<NAME>__PASSWORD.", def: "empty", allowed: "names from sensors.names"},
+		"sensors.nats.embedded.sensors.*":          {doc: "A sensor of sensors.names, by its name."},
+		"sensors.nats.embedded.sensors.*.password": {doc: "The sensor's password.", def: "required", allowed: "any"},
+		"sensors.nats.embedded.tls_cert":           {doc: "Server certificate: with it (and tls_key) sensors must connect with TLS.", allowed: "a PEM file path"},
+		"sensors.nats.embedded.tls_key":            {doc: "The server certificate's key.", allowed: "a PEM file path"},
+		"sensors.nats.embedded.store_dir":          {doc: "Where JetStream keeps the messages not yet appended.", def: "<db.path>/nats", allowed: "a directory"},
+		"sensor":                                   {doc: "This process as a sensor at a remote site (jocasta sensor --config FILE): its sweeps, port scans and plugins of this file go to the central instead of a local log."},
+		"sensor.name":                              {doc: "The sensor's name, one of the central's sensors.names.", def: "required by jocasta sensor", allowed: "lower-case letters, digits, - and _"},
+		"sensor.outbox":                            {doc: "File where observations wait until the central's NATS server has them.", def: "<db.path>/sensor-outbox.db", allowed: "a file path"},
 	}
 	for k, v := range client("sensors.nats", "The central's NATS server. With url set, the service reads the sensors' stream from that existing server (JetStream enabled); with url empty it runs the embedded server.") {
 		docs[k] = v

@@ -31,6 +31,7 @@ func sensorDefaults(c *Config) []struct {
 		{"sensors.nats.embedded.tls_cert", s.NATS.Embedded.TLSCert, ""},
 		{"sensors.nats.embedded.tls_key", s.NATS.Embedded.TLSKey, ""},
 		{"sensors.nats.embedded.store_dir", s.NATS.Embedded.StoreDir, ""},
+		{"sensors.nats.embedded.sensors", len(s.NATS.Embedded.Sensors), 0},
 		{"sensor.name", n.Name, ""},
 		{"sensor.nats.url", n.NATS.URL, ""},
 		{"sensor.nats.credentials_file", n.NATS.CredentialsFile, ""},
@@ -65,6 +66,17 @@ func TestSensorsKeys(t *testing.T) {
 		{name: "creds and user", yaml: "sensors: {nats: {credentials_file: /c, user: u}}", wantErr: []string{"sensors.nats.credentials_file", "not both"}},
 		{name: "cert without key", yaml: "sensor: {nats: {tls_cert: /c.pem}}", wantErr: []string{"sensor.nats.tls_key", "together"}},
 		{name: "bad sensor name", yaml: "sensor: {name: 'Site_A!'}", wantErr: []string{"sensor.name", "bad name"}},
+		{name: "a password per sensor, no shared user", yaml: "sensors: {enabled: true, names: [site-a, site-b], nats: {embedded: {sensors: {site-a: {password: pa}, site-b: {password: pb}}}}}"},
+		{name: "a password per sensor beside a shared user", yaml: "sensors: {enabled: true, names: [site-a, site-b], nats: {embedded: {user: shared, password: p, sensors: {site-a: {password: pa}}}}}"},
+		{name: "a password per sensor from the environment", env: []string{"SVC_SENSORS__ENABLED=true", "SVC_SENSORS__NAMES=site_a", "SVC_SENSORS__NATS__EMBEDDED__SENSORS__SITE_A__PASSWORD=pa"}},
+		{name: "a sensor's password for a name not listed", yaml: "sensors: {enabled: true, names: [a], nats: {embedded: {sensors: {a: {password: pa}, b: {password: secretpw}}}}}",
+			wantErr: []string{"sensors.nats.embedded.sensors.b", "not in sensors.names"}},
+		{name: "a sensor without its password", yaml: "sensors: {enabled: true, names: [a], nats: {embedded: {sensors: {a: {}}}}}",
+			wantErr: []string{"sensors.nats.embedded.sensors.a.password", "set the password"}},
+		{name: "the shared user named as a sensor", yaml: "sensors: {enabled: true, names: [a], nats: {embedded: {user: a, password: p, sensors: {a: {password: secretpw}}}}}",
+			wantErr: []string{"sensors.nats.embedded.user", "has its own password"}},
+		{name: "a sensor named as the central's user", yaml: "sensors: {enabled: true, names: [jocasta-central], nats: {embedded: {sensors: {jocasta-central: {password: secretpw}}}}}",
+			wantErr: []string{"sensors.nats.embedded.sensors.jocasta-central", "name the sensor otherwise"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -147,6 +147,7 @@ func leafCount() int {
 func uncomment(src []byte) []byte {
 	var out []string
 	in := false
+	nested := "" // "# " and the indentation of a nested example's key
 	for _, line := range strings.Split(string(src), "\n") {
 		if strings.HasPrefix(line, "# plugins:") || strings.HasPrefix(line, "# notify:") {
 			in = true
@@ -157,6 +158,20 @@ func uncomment(src []byte) []byte {
 		}
 		if line == "" {
 			in = false
+		}
+		// A nested example (nestedExamples): "# " and an indented key,
+		// its comment just above, and the lines below it indented deeper.
+		if nested != "" && !strings.HasPrefix(line, nested+" ") {
+			nested = ""
+		}
+		if rest, ok := strings.CutPrefix(line, "# "); ok && !in && nested == "" && strings.HasPrefix(rest, " ") && strings.HasSuffix(rest, ":") {
+			nested = "# " + rest[:len(rest)-len(strings.TrimLeft(rest, " "))]
+			for i := len(out) - 1; i >= 0 && strings.HasPrefix(out[i], nested+"# "); i-- {
+				out[i] = strings.TrimPrefix(out[i], "# ")
+			}
+			line = rest
+		} else if nested != "" {
+			line = strings.TrimPrefix(line, "# ")
 		}
 		if in {
 			line = strings.TrimPrefix(strings.TrimPrefix(line, "# "), "#")
