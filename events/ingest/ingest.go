@@ -198,7 +198,7 @@ func (s *Sink) recordRead(ctx context.Context, run sources.Run, r *sources.HostR
 		s.reads.set(source, nil)
 		return fmt.Errorf("ingest: append %s of %s: %w", e.Kind, source, err)
 	}
-	next.seq = out[0].Seq
+	next.Seq = out[0].Seq
 	s.reads.set(source, next)
 	return nil
 }

@@ -15,11 +15,14 @@ import (
 // jitter would make every read of a stable network a change.
 const signalSlack = 5
 
-// readState is what the sink last appended for one source's host reads:
-// the seq of that event and the host set it left, the base of the next
-// read's difference.
-type readState struct {
-	seq   uint64
+// ReadBase is what was last appended for one source's host reads: the
+// seq of that event and the host set it left, the base of the next
+// read's difference (ReadDelta). The sink keeps one per source, and so
+// does the central for its sensors' sources.
+type ReadBase struct {
+	// Seq is the seq of the appended event; set it once the event that
+	// ReadDelta returned with this base is appended.
+	Seq   uint64
 	peer  events.ReadPeer
 	hosts map[string]events.ReadHost
 }
@@ -27,20 +30,20 @@ type readState struct {
 // readStates holds the state of every source, for the sink's goroutines.
 type readStates struct {
 	mu sync.Mutex
-	m  map[string]*readState
+	m  map[string]*ReadBase
 }
 
-func (r *readStates) get(source string) *readState {
+func (r *readStates) get(source string) *ReadBase {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.m[source]
 }
 
-func (r *readStates) set(source string, st *readState) {
+func (r *readStates) set(source string, st *ReadBase) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.m == nil {
-		r.m = make(map[string]*readState)
+		r.m = make(map[string]*ReadBase)
 	}
 	if st == nil {
 		delete(r.m, source)
@@ -73,9 +76,9 @@ func samePeer(a, b events.ReadPeer) bool {
 // PluginReadEvent converts a host read into its plugin.read event: the
 // difference from prev (the source's last appended read) when prev is
 // set and the read is complete, else every host read. It returns the
-// state the event leaves, to become prev once the event is appended.
-func PluginReadEvent(r *sources.HostRead, kind, source string, prev *readState) (events.Envelope, *readState, error) {
-	p := events.PluginRead{
+// base the event leaves, to become prev once the event is appended.
+func PluginReadEvent(r *sources.HostRead, kind, source string, prev *ReadBase) (events.Envelope, *ReadBase, error) {
+	whole := events.PluginRead{
 		ScanID:   r.ScanID,
 		Kind:     kind,
 		Started:  r.Started.UTC(),
@@ -83,19 +86,44 @@ func PluginReadEvent(r *sources.HostRead, kind, source string, prev *readState) 
 		Complete: r.Complete,
 		Errors:   r.Errors,
 		Rows:     r.Rows,
+		Peer:     &events.ReadPeer{Name: r.Peer.Name, Model: r.Peer.Model, MACs: slices.Clone(r.Peer.MACs)},
 	}
-	peer := events.ReadPeer{Name: r.Peer.Name, Model: r.Peer.Model, MACs: slices.Clone(r.Peer.MACs)}
-	next := &readState{peer: peer, hosts: make(map[string]events.ReadHost, len(r.Hosts))}
-	if prev != nil && !r.Complete {
+	for _, h := range r.Hosts {
+		if h != nil && h.MAC != "" {
+			whole.Set = append(whole.Set, readHost(h))
+		}
+	}
+	p, next := ReadDelta(whole, prev)
+	e, err := events.New(events.KindPluginRead, p, r.Finished)
+	if err != nil {
+		return events.Envelope{}, nil, fmt.Errorf("ingest: read %s of %s: %w", r.ScanID, source, err)
+	}
+	e.Source, e.Actor, e.Stream = source, source, "scan/"+r.ScanID
+	return e, next, nil
+}
+
+// ReadDelta writes a whole read (no Base: Set holds every host read, in
+// any order) as the difference from prev when prev is set and the read
+// is complete; else as every host read, in MAC order. A signal within
+// signalSlack of prev's is recorded as prev's. It returns the payload and
+// the base it leaves (Seq unset).
+func ReadDelta(whole events.PluginRead, prev *ReadBase) (events.PluginRead, *ReadBase) {
+	p := whole
+	p.Base, p.Set, p.Gone, p.Peer = 0, nil, nil, nil
+	var peer events.ReadPeer
+	if whole.Peer != nil {
+		peer = *whole.Peer
+	}
+	next := &ReadBase{peer: peer, hosts: make(map[string]events.ReadHost, len(whole.Set))}
+	if prev != nil && !whole.Complete {
 		// An incomplete read removes nothing: the set keeps what it had.
 		maps.Copy(next.hosts, prev.hosts)
 	}
-	delta := prev != nil && r.Complete
-	for _, h := range r.Hosts {
-		if h == nil || h.MAC == "" {
+	delta := prev != nil && whole.Complete
+	for _, row := range whole.Set {
+		if row.MAC == "" {
 			continue
 		}
-		row := readHost(h)
 		var old events.ReadHost
 		var had bool
 		if prev != nil {
@@ -110,7 +138,7 @@ func PluginReadEvent(r *sources.HostRead, kind, source string, prev *readState) 
 		}
 	}
 	if delta {
-		p.Base = prev.seq
+		p.Base = prev.Seq
 		for mac := range prev.hosts {
 			if _, ok := next.hosts[mac]; !ok {
 				p.Gone = append(p.Gone, mac)
@@ -132,12 +160,7 @@ func PluginReadEvent(r *sources.HostRead, kind, source string, prev *readState) 
 		pp := peer
 		p.Peer = &pp
 	}
-	e, err := events.New(events.KindPluginRead, p, r.Finished)
-	if err != nil {
-		return events.Envelope{}, nil, fmt.Errorf("ingest: read %s of %s: %w", r.ScanID, source, err)
-	}
-	e.Source, e.Actor, e.Stream = source, source, "scan/"+r.ScanID
-	return e, next, nil
+	return p, next
 }
 
 func abs(n int) int {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/jocasta/jocasta/events"
 	"github.com/jocasta/jocasta/events/bus"
+	"github.com/jocasta/jocasta/events/ingest"
 	"github.com/jocasta/jocasta/store"
 )
 
@@ -128,6 +129,10 @@ type Central struct {
 	// appended (under appendMu): the base the next one is written
 	// against, as the local sink does.
 	sweeps map[string]*sweepBase
+	// reads is, per appended source, the host set its last appended
+	// plugin read left (under appendMu): the base the next read is
+	// written against, as the local sink does.
+	reads map[string]*ingest.ReadBase
 }
 
 // sweepBase is a source's last appended sweep: its seq and responders
@@ -158,7 +163,8 @@ func NewCentral(log Log, opts CentralOptions) *Central {
 	if opts.AckWait <= 0 {
 		opts.AckWait = 30 * time.Second
 	}
-	c := &Central{log: log, opts: opts, allowed: map[string]bool{}, state: map[string]*sensorState{}, warned: map[string]time.Time{}, sweeps: map[string]*sweepBase{}}
+	c := &Central{log: log, opts: opts, allowed: map[string]bool{}, state: map[string]*sensorState{}, warned: map[string]time.Time{}, sweeps: map[string]*sweepBase{},
+		reads: map[string]*ingest.ReadBase{}}
 	for _, n := range opts.Allowed {
 		c.allowed[n] = true
 	}
@@ -386,6 +392,10 @@ func (c *Central) Handle(ctx context.Context, o Observation) (dup bool, err erro
 	if err != nil {
 		return false, err
 	}
+	ev, read, err := c.readDelta(ev)
+	if err != nil {
+		return false, err
+	}
 	var seq uint64
 	_, err = c.log.AppendFunc(ctx, func(tx *bolt.Tx) ([]events.Envelope, error) {
 		dup = false
@@ -406,6 +416,9 @@ func (c *Central) Handle(ctx context.Context, o Observation) (dup bool, err erro
 		if all != nil {
 			delete(c.sweeps, ev.Source) // the next sweep is written whole
 		}
+		if read != nil {
+			delete(c.reads, ev.Source) // the next read is written whole
+		}
 		return false, fmt.Errorf("remote: append %s from %s: %w", o.Event.ID, o.Sensor, err)
 	}
 	if all != nil && !dup {
@@ -414,6 +427,16 @@ func (c *Central) Handle(ctx context.Context, o Observation) (dup bool, err erro
 			next.byIP[all[i].IP] = i
 		}
 		c.sweeps[ev.Source] = next
+	}
+	if read != nil {
+		if dup {
+			// Appended before, in a life whose base this one may not
+			// share: the next read is written whole.
+			delete(c.reads, ev.Source)
+		} else {
+			read.Seq = seq
+			c.reads[ev.Source] = read
+		}
 	}
 	c.mu.Lock()
 	c.state[o.Sensor] = next
@@ -472,6 +495,36 @@ func (c *Central) sweepDelta(e events.Envelope) (events.Envelope, []events.Sweep
 	}
 	out.ID, out.Source, out.Actor, out.Stream = e.ID, e.Source, e.Actor, e.Stream
 	return out, all, nil
+}
+
+// readDelta writes a sensor's whole plugin read as the difference from
+// the source's last appended one, as the local sink does (ingest.ReadDelta:
+// events.PluginRead's Base, Set and Gone): a stable router at a remote
+// site then costs a few bytes per read in the log instead of every host
+// it knows. It returns the event to append and, for a read, the base it
+// leaves; other events are returned as they are. The first read of each
+// source after a start is written whole. The event keeps its id and time.
+func (c *Central) readDelta(e events.Envelope) (events.Envelope, *ingest.ReadBase, error) {
+	if e.Kind != events.KindPluginRead {
+		return e, nil, nil
+	}
+	if spec, _ := events.Lookup(e.Kind); e.V != spec.Version {
+		return e, nil, nil // written as it came; the next read is whole
+	}
+	var whole events.PluginRead
+	if err := events.Default.DecodeInto(e, &whole); err != nil {
+		return e, nil, fmt.Errorf("remote: %w: read %s: %w", ErrRefused, e.ID, err)
+	}
+	if len(whole.Gone) != 0 {
+		return e, nil, fmt.Errorf("remote: %w: read %s: a whole read removes no host (gone)", ErrRefused, e.ID)
+	}
+	p, next := ingest.ReadDelta(whole, c.reads[e.Source])
+	out, err := events.New(events.KindPluginRead, p, e.Time)
+	if err != nil {
+		return e, nil, fmt.Errorf("remote: read %s: %w", e.ID, err)
+	}
+	out.ID, out.Source, out.Actor, out.Stream = e.ID, e.Source, e.Actor, e.Stream
+	return out, next, nil
 }
 
 // Contacts lists what the central knows of each allowed sensor, by name.

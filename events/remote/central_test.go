@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +15,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/jocasta/jocasta/events"
+	"github.com/jocasta/jocasta/events/ingest"
+	"github.com/jocasta/jocasta/sources"
 	"github.com/jocasta/jocasta/store"
 	"github.com/jocasta/jocasta/store/storetest"
 )
@@ -291,4 +295,124 @@ func TestCentralWritesSweepsAsDifferences(t *testing.T) {
 	if i != len(tests) {
 		t.Fatalf("%d sweeps of sensor a in the log, want %d", i, len(tests))
 	}
+}
+
+// TestCentralWritesReadsAsDifferences: a sensor sends its plugin reads
+// whole and the central appends them as the local sink would have (the
+// difference from the source's last appended read: ingest.ReadDelta),
+// the first read after a start, and the one after a duplicate, whole.
+// Each read's payload is compared with the one the local sink appends
+// for the same read.
+func TestCentralWritesReadsAsDifferences(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{t: time.Unix(1700000100, 0)}
+	cst, lst := storetest.Open(t), storetest.Open(t)
+	c := newCentral(t, cst, clk)
+	sink := ingest.NewSink(lst)
+	read := func(n int, complete bool, mod func(i int, h *sources.ReadHost)) *sources.HostRead {
+		r := &sources.HostRead{ScanID: fmt.Sprint("r", clk.now().Unix()), Started: clk.now(), Finished: clk.now(), Complete: complete,
+			Rows: n, Peer: sources.Peer{Name: "core", Model: "RB5009"}}
+		for i := range n {
+			h := &sources.ReadHost{MAC: fmt.Sprintf("02:00:00:00:%02x:%02x", i/256, i%256), Seen: true, Signal: -60,
+				IPs: []netip.Addr{netip.AddrFrom4([4]byte{10, 0, byte(i / 250), byte(i%250 + 1)})}, Names: map[string]string{"dhcp": fmt.Sprint("h-", i)}}
+			if mod != nil {
+				mod(i, h)
+			}
+			r.Hosts = append(r.Hosts, h)
+		}
+		return r
+	}
+	var sent []events.Envelope // what the sensor sent, to send one again
+	send := func(r *sources.HostRead) {
+		t.Helper()
+		clk.add(time.Minute)
+		run := sources.Run{Instance: sources.Instance{Source: "routerapi:core", Kind: "routerapi"}, Result: r}
+		if err := sink.Record(ctx, run); err != nil {
+			t.Fatal(err)
+		}
+		e, err := ingest.RunEvent(run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, e)
+		if dup, err := c.Handle(ctx, Observation{Sensor: "a", Kind: "routerapi", Event: e}); err != nil || dup {
+			t.Fatalf("%s: dup %v err %v", r.ScanID, dup, err)
+		}
+	}
+	send(read(200, true, nil))
+	send(read(200, true, nil)) // stable
+	send(read(201, true, func(i int, h *sources.ReadHost) {
+		switch i {
+		case 7:
+			h.IPs = []netip.Addr{netip.MustParseAddr("10.9.9.9")}
+		case 8:
+			h.Signal = -62 // within the slack: recorded as before
+		case 9:
+			h.Signal = -75
+		case 10:
+			h.MAC = "02:ff:ff:ff:ff:ff" // one gone, one new
+		}
+	}))
+	send(read(3, false, nil)) // incomplete: removes nothing
+	// The last observation again (a redelivery): a duplicate, after which
+	// the next read is whole, as after a start.
+	if dup, err := c.Handle(ctx, Observation{Sensor: "a", Kind: "routerapi", Event: sent[len(sent)-1]}); err != nil || !dup {
+		t.Fatalf("redelivery: dup %v err %v", dup, err)
+	}
+	sink = ingest.NewSink(lst)
+	send(read(200, true, nil))
+	c, sink = newCentral(t, cst, clk), ingest.NewSink(lst) // a restart
+	send(read(200, true, nil))
+	send(read(200, true, nil))
+
+	reads := func(st *store.Store) (out []events.PluginRead, seqs []uint64) {
+		for _, e := range logOf(t, st) {
+			if e.Kind != events.KindPluginRead || !strings.HasPrefix(e.Source, "sensor:a") && e.Source != "routerapi:core" {
+				continue
+			}
+			var p events.PluginRead
+			if err := events.Default.DecodeInto(e, &p); err != nil {
+				t.Fatal(err)
+			}
+			out, seqs = append(out, p), append(seqs, e.Seq)
+		}
+		return out, seqs
+	}
+	got, gotSeqs := reads(cst)
+	want, wantSeqs := reads(lst)
+	if len(got) != len(want) || len(got) != 7 {
+		t.Fatalf("%d reads appended by the central, %d by the sink, want 7", len(got), len(want))
+	}
+	wholes := []bool{true, false, false, true, true, true, false}
+	for k := range want {
+		g, w := got[k], want[k]
+		if (g.Base == 0) != wholes[k] || (w.Base == 0) != wholes[k] {
+			t.Errorf("read %d: base %d (sink %d), want whole %v", k, g.Base, w.Base, wholes[k])
+		}
+		if g.Base != 0 && g.Base != gotSeqs[k-1] {
+			t.Errorf("read %d: base %d, want the previous read's seq %d", k, g.Base, gotSeqs[k-1])
+		}
+		if w.Base != 0 && w.Base != wantSeqs[k-1] {
+			t.Errorf("sink read %d: base %d, want %d", k, w.Base, wantSeqs[k-1])
+		}
+		g.Base, w.Base = 0, 0
+		if gj, wj := mustJSON(t, g), mustJSON(t, w); gj != wj {
+			t.Errorf("read %d: the central appended\n%s\nthe sink\n%s", k, gj, wj)
+		}
+	}
+	if n := len(got[1].Set) + len(got[1].Gone); n != 0 || got[1].Peer != nil {
+		t.Errorf("the stable read carries %d hosts and peer %v, want none", n, got[1].Peer)
+	}
+	if len(got[2].Set) != 4 || len(got[2].Gone) != 1 {
+		t.Errorf("the changed read sets %d hosts and removes %d, want 4 (moved, signal, renamed, the 201st) and 1", len(got[2].Set), len(got[2].Gone))
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
