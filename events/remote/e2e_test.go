@@ -244,37 +244,8 @@ func TestEmbeddedSensorUser(t *testing.T) {
 	if _, err := StartEmbedded(EmbeddedOptions{Listen: "127.0.0.1:0", User: centralUser, Password: "x", StoreDir: t.TempDir(), Log: log}); err == nil {
 		t.Fatal("the central's user name was accepted for sensors")
 	}
-	srv, err := StartEmbedded(EmbeddedOptions{Listen: "127.0.0.1:0", User: "sensor", Password: "pw", StoreDir: filepath.Join(t.TempDir(), "nats"), Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	cnc, err := srv.Conn("central", log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cnc.Close()
-	cjs, err := jetstream.New(cnc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cjs.CreateOrUpdateStream(ctx, StreamConfig()); err != nil {
-		t.Fatalf("the central could not create the stream: %v", err)
-	}
-	url := "nats://" + srv.Addr().String()
-	if nc, err := nats.Connect(url, nats.UserInfo("sensor", "wrong")); err == nil {
-		nc.Close()
-		t.Fatal("a wrong password was accepted")
-	}
-	nc, err := nats.Connect(url, nats.UserInfo("sensor", "pw"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	url, cjs := embeddedWithStream(t, EmbeddedOptions{User: "sensor", Password: "pw"})
+	js := sensorJS(t, url, "sensor", "pw", "wrong")
 	if _, err := js.Publish(ctx, SubjectFor("a"), []byte("{}")); err != nil {
 		t.Fatalf("the sensor could not publish on its subject: %v", err)
 	}
@@ -314,38 +285,8 @@ func TestEmbeddedPerSensorUsers(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	srv, err := StartEmbedded(EmbeddedOptions{Listen: "127.0.0.1:0", Sensors: map[string]string{"site-a": "pa", "site-b": "pb"},
-		StoreDir: filepath.Join(t.TempDir(), "nats"), Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	cnc, err := srv.Conn("central", log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cnc.Close()
-	cjs, err := jetstream.New(cnc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cjs.CreateOrUpdateStream(ctx, StreamConfig()); err != nil {
-		t.Fatalf("the central could not create the stream: %v", err)
-	}
-	url := "nats://" + srv.Addr().String()
-	if nc, err := nats.Connect(url, nats.UserInfo("site-a", "pb")); err == nil {
-		nc.Close()
-		t.Fatal("site-b's password opened site-a's user")
-	}
-	nc, err := nats.Connect(url, nats.UserInfo("site-a", "pa"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	url, cjs := embeddedWithStream(t, EmbeddedOptions{Sensors: map[string]string{"site-a": "pa", "site-b": "pb"}})
+	js := sensorJS(t, url, "site-a", "pa", "pb") // site-b's password does not open site-a's user
 	if _, err := js.Publish(ctx, SubjectFor("site-a"), []byte("{}")); err != nil {
 		t.Fatalf("site-a could not publish on its subject: %v", err)
 	}
@@ -361,4 +302,51 @@ func TestEmbeddedPerSensorUsers(t *testing.T) {
 	if info, err := st.Info(ctx); err != nil || info.State.Msgs != 1 {
 		t.Fatalf("stream: %v, %+v (want site-a's one message)", err, info)
 	}
+}
+
+// embeddedWithStream starts the embedded server with o (on loopback, its
+// store in a temporary directory) and creates the stream as the central;
+// it returns the sensors' URL and the central's JetStream.
+func embeddedWithStream(t *testing.T, o EmbeddedOptions) (string, jetstream.JetStream) {
+	t.Helper()
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	o.Listen, o.StoreDir, o.Log = "127.0.0.1:0", filepath.Join(t.TempDir(), "nats"), log
+	srv, err := StartEmbedded(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	cnc, err := srv.Conn("central", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cnc.Close)
+	cjs, err := jetstream.New(cnc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cjs.CreateOrUpdateStream(context.Background(), StreamConfig()); err != nil {
+		t.Fatalf("the central could not create the stream: %v", err)
+	}
+	return "nats://" + srv.Addr().String(), cjs
+}
+
+// sensorJS connects to url as user with password, after checking that
+// the wrong password is refused.
+func sensorJS(t *testing.T, url, user, password, wrong string) jetstream.JetStream {
+	t.Helper()
+	if nc, err := nats.Connect(url, nats.UserInfo(user, wrong)); err == nil {
+		nc.Close()
+		t.Fatalf("user %s: a wrong password was accepted", user)
+	}
+	nc, err := nats.Connect(url, nats.UserInfo(user, password))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
 }
