@@ -55,15 +55,15 @@ var (
 
 // histState is the memory side of the history rows.
 type histState struct {
-	seeded   bool
-	seed     maphash.Seed
-	fp       map[string]uint64  // fingerprint of each device's newest row
-	touched  map[string]*device // devices marked dirty by the event being applied
-	last     time.Time          // clamped time of the last applied event
+	seeded  bool
+	seed    maphash.Seed
+	fp      map[string]uint64  // fingerprint of each device's newest row
+	touched map[string]*device // devices marked dirty by the event being applied
+	last    time.Time          // clamped time of the last applied event
 	// lastDirty: last moved since the last Flush, which stores it (a Put
 	// per event cost about 3 % of a rebuild's applying).
 	lastDirty bool
-	needBase bool               // no history_from yet: write every device's row at the next event
+	needBase  bool // no history_from yet: write every device's row at the next event
 	// baseFrom: the devices of the base existed before the next event
 	// (the rows begin with it); else the history begins with the log.
 	baseFrom bool
