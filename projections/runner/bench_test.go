@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"syscall"
 	"testing"
@@ -141,6 +142,7 @@ func BenchmarkRebuild1M(b *testing.B) {
 	st := buildLog(b, filepath.Join(dir, "src.db"), n)
 	defer st.Close()
 	settle()
+	defer profileRebuild(b)()
 	b.ResetTimer()
 	var cpu time.Duration
 	for k := 0; b.Loop(); k++ {
@@ -158,6 +160,27 @@ func BenchmarkRebuild1M(b *testing.B) {
 	}
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "events/s")
 	b.ReportMetric(float64(n*b.N)/cpu.Seconds(), "events/cpu-s")
+}
+
+// profileRebuild writes a CPU profile of the measured part alone (not
+// of building the log) to JOCASTA_REPLAY_CPUPROFILE, when set; it
+// returns the function that stops it.
+func profileRebuild(b *testing.B) func() {
+	path := os.Getenv("JOCASTA_REPLAY_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
 
 // versioned overrides the inventory's version (forcing a rebuild).
