@@ -2,8 +2,8 @@ package remote
 
 import (
 	"context"
-	"flag"
 	"errors"
+	"flag"
 	"testing"
 	"time"
 
