@@ -66,13 +66,20 @@ notify:
         Authorization: "Bearer hdr-auth-14"
         X-Api-Key: "hdr-key-15"
       body: '{"t": {{json .Summary}}}'
+sensors:
+  nats:
+    embedded:
+      user: shared
+      password: "pw-embedded-17"
+      sensors:
+        site-a: {password: "pw-sensor-18"}
 `
 
 var secretValues = []string{
 	"pw-routerapi-1", "pw-rpcrouter-2", "tok-dnsnode-3", "pw-dnsfilter1-4", "pw-dnsfilter2-5",
 	"pw-pushurl-6", "q-pushquery-7", "tok-push-8", "q-webhookquery-9", "frag-webhook-10",
 	"c2VjcmV0LXdlYmhvb2stMTE", "path-httpurl-12", "q-httpurl-13", "hdr-auth-14", "hdr-key-15",
-	"pw-env-16", "/topic", "/in", "alice",
+	"pw-env-16", "/topic", "/in", "alice", "pw-embedded-17", "pw-sensor-18",
 }
 
 func TestRedaction(t *testing.T) {
@@ -95,8 +102,8 @@ func TestRedaction(t *testing.T) {
 					t.Errorf("output lacks %q:\n%s", keep, out)
 				}
 			}
-			if n := strings.Count(out, `"[redacted]"`); n != 11 {
-				t.Errorf("%d quoted [redacted] values, want 11:\n%s", n, out)
+			if n := strings.Count(out, `"[redacted]"`); n != 13 {
+				t.Errorf("%d quoted [redacted] values, want 13:\n%s", n, out)
 			}
 		})
 	}
