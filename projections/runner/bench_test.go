@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
@@ -145,6 +146,7 @@ func BenchmarkRebuild1M(b *testing.B) {
 	defer profileRebuild(b)()
 	b.ResetTimer()
 	var cpu time.Duration
+	mallocs := mallocCount()
 	for k := 0; b.Loop(); k++ {
 		c := cpuTime()
 		inv := &versioned{Inventory: newInventory(b), v: k + 2}
@@ -160,6 +162,17 @@ func BenchmarkRebuild1M(b *testing.B) {
 	}
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "events/s")
 	b.ReportMetric(float64(n*b.N)/cpu.Seconds(), "events/cpu-s")
+	// Unlike the times, the allocations per event do not move with the
+	// machine's load: the figure to compare two versions by on a noisy
+	// machine (each allocation costs the allocator and the collector).
+	b.ReportMetric(float64(mallocCount()-mallocs)/float64(n*b.N), "allocs/event")
+}
+
+// mallocCount is the number of heap allocations so far.
+func mallocCount() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.Mallocs
 }
 
 // profileRebuild writes a CPU profile of the measured part alone (not
