@@ -419,10 +419,7 @@ func (i *Inventory) Prepare(ev events.Envelope) (any, error) {
 	}
 	switch v := p.(type) {
 	case *events.SweepCompleted:
-		if v.Base != 0 {
-			return &deltaPrep{p: v}, nil // resolved at apply: it needs the previous sweep
-		}
-		return prepareSweep(ev, v), nil
+		return prepareSweepPayload(ev, v), nil
 	case *events.PortScanCompleted:
 		return preparePortScan(ev, v), nil
 	case *events.PluginRead:
@@ -431,6 +428,33 @@ func (i *Inventory) Prepare(ev events.Envelope) (any, error) {
 		return prepareDNSRead(ev, v), nil
 	}
 	return p, nil
+}
+
+// SharedPayload implements runner.SharedPreparer: a sweep is prepared
+// from the payload the runner decodes once for the scan log too.
+func (i *Inventory) SharedPayload(kind string) (*events.Registry, bool) {
+	return i.reg, kind == events.KindSweepCompleted
+}
+
+// PrepareShared implements runner.SharedPreparer: Prepare of a sweep
+// whose payload is decoded. The preparation only reads it; a sweep
+// written whole is copied by keepSweepBase before the inventory keeps
+// its hosts.
+func (i *Inventory) PrepareShared(ev events.Envelope, payload any) (any, error) {
+	v, ok := payload.(*events.SweepCompleted)
+	if !ok {
+		return nil, fmt.Errorf("inventory: seq %d: shared payload of type %T", ev.Seq, payload)
+	}
+	return prepareSweepPayload(ev, v), nil
+}
+
+// prepareSweepPayload prepares a decoded sweep: a difference is resolved
+// at apply (it needs the previous sweep).
+func prepareSweepPayload(ev events.Envelope, v *events.SweepCompleted) any {
+	if v.Base != 0 {
+		return &deltaPrep{p: v}
+	}
+	return prepareSweep(ev, v)
 }
 
 // ApplyPrepared is Apply with the payload Prepare returned.

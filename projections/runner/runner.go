@@ -59,6 +59,22 @@ type Preparer interface {
 	ApplyPrepared(tx *bolt.Tx, ev events.Envelope, prepared any) error
 }
 
+// SharedPreparer is a Preparer that can prepare events of some kinds
+// from their payload decoded once for every projection that reads them
+// (the inventory and the scan log both read every sweep): the runner
+// decodes such an event's payload once per registry and hands the same
+// value to each. The value is shared: PrepareShared must not change it,
+// nor keep it past ApplyPrepared in a way that lets it change.
+type SharedPreparer interface {
+	Preparer
+	// SharedPayload reports whether events of kind are prepared from the
+	// shared payload, and the registry to decode it with.
+	SharedPayload(kind string) (*events.Registry, bool)
+	// PrepareShared is Prepare given payload, ev's payload as the
+	// registry's Decode returns it.
+	PrepareShared(ev events.Envelope, payload any) (any, error)
+}
+
 // BucketVersions is the runner's bucket: projection name → the version
 // (8-byte big-endian) whose rows its buckets hold.
 const BucketVersions = "projection_versions"
@@ -735,15 +751,39 @@ func (r *Runner) newBatch(evs []events.Envelope) *batch {
 	return b
 }
 
-// prepareRange runs every Preparer over b.evs[lo:hi].
+// prepareRange runs every Preparer over b.evs[lo:hi]. An event whose
+// kind SharedPreparers read has its payload decoded once per registry
+// for all of them; when that decode fails, each prepares on its own (and
+// reports the error in its words).
 func (r *Runner) prepareRange(b *batch, lo, hi int) {
-	for k, p := range r.projs {
-		if b.prep == nil || b.prep[k] == nil {
-			continue
-		}
-		pr := p.(Preparer)
-		for j := lo; j < hi; j++ {
-			b.prep[k][j], b.perr[k][j] = pr.Prepare(b.evs[j])
+	if b.prep == nil {
+		return
+	}
+	for j := lo; j < hi; j++ {
+		ev := b.evs[j]
+		var (
+			shared    any
+			sharedReg *events.Registry
+		)
+		for k, p := range r.projs {
+			if b.prep[k] == nil {
+				continue
+			}
+			if sp, ok := p.(SharedPreparer); ok {
+				if reg, ok := sp.SharedPayload(ev.Kind); ok {
+					if reg != sharedReg {
+						shared, sharedReg = nil, reg
+						if v, err := reg.Decode(ev); err == nil {
+							shared = v
+						}
+					}
+					if shared != nil {
+						b.prep[k][j], b.perr[k][j] = sp.PrepareShared(ev, shared)
+						continue
+					}
+				}
+			}
+			b.prep[k][j], b.perr[k][j] = p.(Preparer).Prepare(ev)
 		}
 	}
 }

@@ -558,3 +558,103 @@ func TestBatchesCutOnlyForSnapshots(t *testing.T) {
 		t.Fatalf("%d batches, want %d", p.flushes, len(want)+1)
 	}
 }
+
+// sharing is a counting projection that prepares sweeps from the shared
+// payload: it records the payload each sweep came with, and which seqs it
+// prepared on its own.
+type sharing struct {
+	counting
+	pmu    sync.Mutex
+	shared map[uint64]any
+	own    map[uint64]bool
+}
+
+func (p *sharing) SharedPayload(kind string) (*events.Registry, bool) {
+	return events.Default, kind == events.KindSweepCompleted
+}
+
+func (p *sharing) PrepareShared(ev events.Envelope, payload any) (any, error) {
+	p.pmu.Lock()
+	defer p.pmu.Unlock()
+	if p.shared == nil {
+		p.shared = map[uint64]any{}
+	}
+	p.shared[ev.Seq] = payload
+	return ev.Seq, nil
+}
+
+func (p *sharing) Prepare(ev events.Envelope) (any, error) {
+	p.pmu.Lock()
+	defer p.pmu.Unlock()
+	if p.own == nil {
+		p.own = map[uint64]bool{}
+	}
+	p.own[ev.Seq] = true
+	return ev.Seq, nil
+}
+
+func (p *sharing) ApplyPrepared(tx *bolt.Tx, ev events.Envelope, prepared any) error {
+	if s, ok := prepared.(uint64); !ok || s != ev.Seq {
+		return fmt.Errorf("seq %d applied with what was prepared of %v", ev.Seq, prepared)
+	}
+	return p.Apply(tx, ev)
+}
+
+// TestSharedPayloadDecodedOnce: the projections that prepare sweeps from
+// the shared payload get the same decoded value, decoded once; other
+// kinds, and a sweep whose payload does not decode, are prepared by each
+// on its own.
+func TestSharedPayloadDecodedOnce(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "j.db"))
+	defer st.Close()
+	var evs []events.Envelope
+	for k := range 600 {
+		at := t0.Add(time.Duration(k) * time.Second)
+		var e events.Envelope
+		switch {
+		case k%3 == 0:
+			e = events.MustNew(events.KindClockTicked, events.ClockTicked{At: at}, at)
+		case k == 301:
+			e = events.MustNew(events.KindSweepCompleted, events.SweepCompleted{ScanID: "bad"}, at)
+			e.Payload = []byte(`{"scan_id": 7, "hosts": "none"}`) // does not decode
+		default:
+			e = events.MustNew(events.KindSweepCompleted, events.SweepCompleted{ScanID: strconv.Itoa(k), Complete: true,
+				Hosts: []events.SweepHost{{IP: "10.0.0.1"}}}, at)
+		}
+		e.Source = "test"
+		evs = append(evs, e)
+	}
+	out, err := st.Append(context.Background(), evs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := &sharing{counting: counting{name: "a", version: 1}}, &sharing{counting: counting{name: "b", version: 1}}
+	plain := &preparing{counting: counting{name: "c", version: 1}}
+	r, err := New(st, []Projection{a, plain, b}, Options{BatchSize: 250})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for k, e := range out {
+		sweep := e.Kind == events.KindSweepCompleted
+		decodes := sweep && k != 301
+		pa, pb := a.shared[e.Seq], b.shared[e.Seq]
+		switch {
+		case decodes && (pa == nil || pa != pb):
+			t.Fatalf("seq %d (a sweep): payloads %p and %p, want one shared value", e.Seq, pa, pb)
+		case decodes && (a.own[e.Seq] || b.own[e.Seq]):
+			t.Fatalf("seq %d (a sweep): prepared on its own too", e.Seq)
+		case !decodes && (pa != nil || pb != nil || !a.own[e.Seq] || !b.own[e.Seq]):
+			t.Fatalf("seq %d (%s): shared %v/%v, own %v/%v; want each on its own", e.Seq, e.Kind, pa, pb, a.own[e.Seq], b.own[e.Seq])
+		}
+		if plain.prepared[e.Seq] != 1 {
+			t.Fatalf("seq %d prepared %d times by the plain Preparer", e.Seq, plain.prepared[e.Seq])
+		}
+		if sc, ok := pa.(*events.SweepCompleted); decodes && (!ok || sc.ScanID != strconv.Itoa(k)) {
+			t.Fatalf("seq %d: shared payload %#v", e.Seq, pa)
+		}
+	}
+	rowsOf(t, st, "a", out[len(out)-1].Seq)
+}

@@ -39,10 +39,22 @@ func (l *Log) sweepScan(ev events.Envelope) (projections.Scan, *sweepRefs, error
 		if err := l.reg.DecodeInto(ev, &whole); err != nil {
 			return projections.Scan{}, nil, err
 		}
-		h = sweepHead{ScanID: whole.ScanID, Started: whole.Started, Finished: whole.Finished, Networks: whole.Networks,
-			ProbesSent: whole.ProbesSent, Complete: whole.Complete, Errors: whole.Errors, Base: whole.Base, Same: whole.Same,
-			Hosts: len(whole.Hosts)}
+		h = headOf(&whole)
 	}
+	s, refs := sweepScanOf(h)
+	return s, refs, nil
+}
+
+// headOf is the header of a decoded sweep.
+func headOf(v *events.SweepCompleted) sweepHead {
+	return sweepHead{ScanID: v.ScanID, Started: v.Started, Finished: v.Finished, Networks: v.Networks,
+		ProbesSent: v.ProbesSent, Complete: v.Complete, Errors: v.Errors, Base: v.Base, Same: v.Same,
+		Hosts: len(v.Hosts)}
+}
+
+// sweepScanOf is a sweep's entry (kind "devices") and what checking it
+// against its source's last sweep needs.
+func sweepScanOf(h sweepHead) (projections.Scan, *sweepRefs) {
 	nets := make([]string, 0, len(h.Networks))
 	for _, n := range h.Networks {
 		nets = append(nets, canonicalPrefix(n))
@@ -51,7 +63,7 @@ func (l *Log) sweepScan(ev events.Envelope) (projections.Scan, *sweepRefs, error
 		ID: h.ScanID, Kind: "devices", Started: h.Started.UTC(), Finished: h.Finished.UTC(),
 		Networks: nets, ProbesSent: h.ProbesSent, HostsFound: h.Hosts + len(h.Same)/2,
 		Complete: h.Complete, Errors: h.Errors,
-	}, &sweepRefs{base: h.Base, same: h.Same, whole: h.Hosts}, nil
+	}, &sweepRefs{base: h.Base, same: h.Same, whole: h.Hosts}
 }
 
 // canonicalPrefix writes a network as its masked prefix ("10.0.0.0/24"

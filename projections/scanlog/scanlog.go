@@ -153,6 +153,32 @@ func (l *Log) Prepare(ev events.Envelope) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scanlog: seq %d: %w", ev.Seq, err)
 	}
+	return prepareScan(ev, s, refs)
+}
+
+// SharedPayload implements runner.SharedPreparer: a sweep's entry is
+// made from the payload the runner decodes once for the inventory too
+// (which saves reading the sweep a second time).
+func (l *Log) SharedPayload(kind string) (*events.Registry, bool) {
+	return l.reg, kind == events.KindSweepCompleted
+}
+
+// PrepareShared implements runner.SharedPreparer: Prepare of a sweep
+// whose payload is decoded. It reads only the sweep's header and the
+// number of its hosts.
+func (l *Log) PrepareShared(ev events.Envelope, payload any) (any, error) {
+	v, ok := payload.(*events.SweepCompleted)
+	if !ok {
+		return nil, fmt.Errorf("scanlog: seq %d: shared payload of type %T", ev.Seq, payload)
+	}
+	s, refs := sweepScanOf(headOf(v))
+	return prepareScan(ev, s, refs)
+}
+
+// prepareScan completes a run's entry from its event and encodes its
+// row when it does not depend on earlier sweeps.
+func prepareScan(ev events.Envelope, s projections.Scan, refs *sweepRefs) (any, error) {
+	var err error
 	if s.ID == "" {
 		s.ID = ev.ID
 	}
