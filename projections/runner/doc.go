@@ -39,7 +39,10 @@
 // goroutines, each reading its part of the batch in its own read
 // transaction (store.ReadAppend, straight into its place in the batch)
 // and running every [Preparer]'s Prepare over it (payload decoding,
-// pure). A projection that buffers row writes implements [Flusher];
+// pure). Projections that read the same kind can share its decoding: a
+// [SharedPreparer] names the kinds it prepares from a payload the runner
+// decodes once for all of them (the inventory and the scan log share
+// every sweep). A projection that buffers row writes implements [Flusher];
 // Flush runs once per batch, before the checkpoints move.
 //
 // BenchmarkRebuild1M (1,000,000 events, the inventory) applies about
