@@ -430,22 +430,31 @@ func (i *Inventory) Prepare(ev events.Envelope) (any, error) {
 	return p, nil
 }
 
-// SharedPayload implements runner.SharedPreparer: a sweep is prepared
-// from the payload the runner decodes once for the scan log too.
+// SharedPayload implements runner.SharedPreparer: sweeps, port scans
+// and plugin reads are prepared from the payload the runner decodes once
+// for the scan log too.
 func (i *Inventory) SharedPayload(kind string) (*events.Registry, bool) {
-	return i.reg, kind == events.KindSweepCompleted
+	switch kind {
+	case events.KindSweepCompleted, events.KindPortScanCompleted, events.KindPluginRead:
+		return i.reg, true
+	}
+	return nil, false
 }
 
-// PrepareShared implements runner.SharedPreparer: Prepare of a sweep
-// whose payload is decoded. The preparation only reads it; a sweep
-// written whole is copied by keepSweepBase before the inventory keeps
-// its hosts.
+// PrepareShared implements runner.SharedPreparer: Prepare of a run whose
+// payload is decoded. The preparations only read it (a read's hosts are
+// normalised as copies; a sweep written whole is copied by keepSweepBase
+// before the inventory keeps its hosts).
 func (i *Inventory) PrepareShared(ev events.Envelope, payload any) (any, error) {
-	v, ok := payload.(*events.SweepCompleted)
-	if !ok {
-		return nil, fmt.Errorf("inventory: seq %d: shared payload of type %T", ev.Seq, payload)
+	switch v := payload.(type) {
+	case *events.SweepCompleted:
+		return prepareSweepPayload(ev, v), nil
+	case *events.PortScanCompleted:
+		return preparePortScan(ev, v), nil
+	case *events.PluginRead:
+		return prepareRead(ev, v), nil
 	}
-	return prepareSweepPayload(ev, v), nil
+	return nil, fmt.Errorf("inventory: seq %d: shared payload of type %T", ev.Seq, payload)
 }
 
 // prepareSweepPayload prepares a decoded sweep: a difference is resolved

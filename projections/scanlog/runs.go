@@ -2,6 +2,7 @@ package scanlog
 
 import (
 	"fmt"
+	"iter"
 	"net/netip"
 	"slices"
 	"strings"
@@ -95,16 +96,28 @@ func (l *Log) portScan(ev events.Envelope) (projections.Scan, error) {
 	if err := l.reg.DecodeInto(ev, &h); err != nil {
 		return projections.Scan{}, err
 	}
+	return portScanOf(h.ScanID, h.Started, h.Finished, h.ProbesSent, h.Complete, h.Errors, func(yield func(open int) bool) {
+		for _, r := range h.Results {
+			if !yield(len(r.Open)) {
+				return
+			}
+		}
+	}), nil
+}
+
+// portScanOf is a port scan's entry; results yields the number of open
+// ports of each address probed.
+func portScanOf(id string, started, finished time.Time, probes int, complete bool, errs []string, results iter.Seq[int]) projections.Scan {
 	found := 0
-	for _, r := range h.Results {
-		if len(r.Open) > 0 {
+	for open := range results {
+		if open > 0 {
 			found++
 		}
 	}
 	return projections.Scan{
-		ID: h.ScanID, Kind: "ports", Started: h.Started.UTC(), Finished: h.Finished.UTC(),
-		ProbesSent: h.ProbesSent, HostsFound: found, Complete: h.Complete, Errors: h.Errors,
-	}, nil
+		ID: id, Kind: "ports", Started: started.UTC(), Finished: finished.UTC(),
+		ProbesSent: probes, HostsFound: found, Complete: complete, Errors: errs,
+	}
 }
 
 type readHead struct {
@@ -126,10 +139,15 @@ func (l *Log) readScan(ev events.Envelope) (projections.Scan, error) {
 	if err := l.reg.DecodeInto(ev, &h); err != nil {
 		return projections.Scan{}, err
 	}
+	return readScanOf(h), nil
+}
+
+// readScanOf is a plugin read's entry.
+func readScanOf(h readHead) projections.Scan {
 	return projections.Scan{
 		ID: h.ScanID, Kind: h.Kind, Started: h.Started.UTC(), Finished: h.Finished.UTC(),
 		HostsFound: h.Hosts, Rows: h.Rows, Complete: h.Complete, Errors: h.Errors,
-	}, nil
+	}
 }
 
 type dnsHead struct {

@@ -156,22 +156,42 @@ func (l *Log) Prepare(ev events.Envelope) (any, error) {
 	return prepareScan(ev, s, refs)
 }
 
-// SharedPayload implements runner.SharedPreparer: a sweep's entry is
-// made from the payload the runner decodes once for the inventory too
-// (which saves reading the sweep a second time).
+// SharedPayload implements runner.SharedPreparer: the entries of sweeps,
+// port scans and plugin reads are made from the payload the runner
+// decodes once for the inventory too (which saves reading each a second
+// time: a read or a port scan went through encoding/json here).
 func (l *Log) SharedPayload(kind string) (*events.Registry, bool) {
-	return l.reg, kind == events.KindSweepCompleted
+	switch kind {
+	case events.KindSweepCompleted, events.KindPortScanCompleted, events.KindPluginRead:
+		return l.reg, true
+	}
+	return nil, false
 }
 
-// PrepareShared implements runner.SharedPreparer: Prepare of a sweep
-// whose payload is decoded. It reads only the sweep's header and the
-// number of its hosts.
+// PrepareShared implements runner.SharedPreparer: Prepare of a run whose
+// payload is decoded. It only reads the payload.
 func (l *Log) PrepareShared(ev events.Envelope, payload any) (any, error) {
-	v, ok := payload.(*events.SweepCompleted)
-	if !ok {
+	var (
+		s    projections.Scan
+		refs *sweepRefs
+	)
+	switch v := payload.(type) {
+	case *events.SweepCompleted:
+		s, refs = sweepScanOf(headOf(v))
+	case *events.PortScanCompleted:
+		s = portScanOf(v.ScanID, v.Started, v.Finished, v.ProbesSent, v.Complete, v.Errors, func(yield func(open int) bool) {
+			for _, r := range v.Results {
+				if !yield(len(r.Open)) {
+					return
+				}
+			}
+		})
+	case *events.PluginRead:
+		s = readScanOf(readHead{ScanID: v.ScanID, Kind: v.Kind, Started: v.Started, Finished: v.Finished,
+			Complete: v.Complete, Errors: v.Errors, Rows: v.Rows, Hosts: v.Hosts})
+	default:
 		return nil, fmt.Errorf("scanlog: seq %d: shared payload of type %T", ev.Seq, payload)
 	}
-	s, refs := sweepScanOf(headOf(v))
 	return prepareScan(ev, s, refs)
 }
 

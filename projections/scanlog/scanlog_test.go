@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -320,5 +321,62 @@ func TestSweepDifference(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, all); diff != "" {
 		t.Errorf("entries (-want +got):\n%s", diff)
+	}
+}
+
+// TestPrepareSharedEqualsPrepare: an entry made from the payload the
+// runner decodes once (PrepareShared) is the entry Prepare makes from the
+// event itself, for every kind the scan log shares.
+func TestPrepareSharedEqualsPrepare(t *testing.T) {
+	at := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	mk := func(kind string, payload any) events.Envelope {
+		e := events.MustNew(kind, payload, at)
+		e.Seq, e.Source = 42, "src:x"
+		return e
+	}
+	tests := []struct {
+		name string
+		ev   events.Envelope
+	}{
+		{"sweep", mk(events.KindSweepCompleted, events.SweepCompleted{ScanID: "s1", Started: at.Add(-time.Second), Finished: at,
+			Networks: []string{"10.0.0.7/24"}, ProbesSent: 254, Complete: true, Hosts: []events.SweepHost{{IP: "10.0.0.1"}, {IP: "10.0.0.2"}}})},
+		{"sweep with errors, no times", mk(events.KindSweepCompleted, events.SweepCompleted{ScanID: "s2", Errors: []string{"eth0: down"}})},
+		{"sweep as a difference", mk(events.KindSweepCompleted, events.SweepCompleted{ScanID: "s3", Finished: at, Complete: true, Base: 7,
+			Same: []int64{0, 300, 1, 250}, Hosts: []events.SweepHost{{IP: "10.0.0.9"}}})},
+		{"port scan", mk(events.KindPortScanCompleted, events.PortScanCompleted{ScanID: "p1", Started: at.Add(-time.Minute), Finished: at,
+			Ports: "22,80", ProbesSent: 6, Complete: false, Errors: []string{"timeout"},
+			Results: []events.PortResult{{IP: "10.0.0.1", Open: []uint16{22}}, {IP: "10.0.0.2"}, {IP: "10.0.0.3", Open: []uint16{22, 80}}}})},
+		{"plugin read", mk(events.KindPluginRead, events.PluginRead{ScanID: "r1", Kind: "routerapi", Started: at.Add(-time.Second), Finished: at,
+			Complete: true, Rows: 12, Hosts: 3, Set: []events.ReadHost{{MAC: "02:00:00:00:00:01"}}})},
+		{"plugin read as a difference", mk(events.KindPluginRead, events.PluginRead{ScanID: "r2", Kind: "rpcrouter", Finished: at,
+			Complete: false, Errors: []string{"dhcp: refused"}, Rows: 4, Hosts: 9, Base: 40, Gone: []string{"02:00:00:00:00:02"}})},
+	}
+	l := New(nil)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			reg, ok := l.SharedPayload(tc.ev.Kind)
+			if !ok {
+				t.Fatalf("%s is not shared", tc.ev.Kind)
+			}
+			payload, err := reg.Decode(tc.ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			own, err := l.Prepare(tc.ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			shared, err := l.PrepareShared(tc.ev, payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, b := own.(*prepared), shared.(*prepared)
+			if !reflect.DeepEqual(a, b) {
+				t.Fatalf("Prepare:\n%#v\nPrepareShared:\n%#v", a, b)
+			}
+		})
+	}
+	if _, ok := l.SharedPayload(events.KindClockTicked); ok {
+		t.Error("clock ticks are shared")
 	}
 }
