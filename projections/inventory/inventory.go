@@ -417,17 +417,27 @@ func (i *Inventory) Prepare(ev events.Envelope) (any, error) {
 	if err := i.reg.DecodeInto(ev, p); err != nil {
 		return nil, fmt.Errorf("inventory: seq %d: %w", ev.Seq, err)
 	}
-	switch v := p.(type) {
-	case *events.SweepCompleted:
-		return prepareSweepPayload(ev, v), nil
-	case *events.PortScanCompleted:
-		return preparePortScan(ev, v), nil
-	case *events.PluginRead:
-		return prepareRead(ev, v), nil
-	case *dnsReadHead:
+	if r, ok := prepareRun(ev, p); ok {
+		return r, nil
+	}
+	if v, ok := p.(*dnsReadHead); ok {
 		return prepareDNSRead(ev, v), nil
 	}
 	return p, nil
+}
+
+// prepareRun prepares a decoded sweep, port scan or plugin read (false
+// for another payload).
+func prepareRun(ev events.Envelope, p any) (any, bool) {
+	switch v := p.(type) {
+	case *events.SweepCompleted:
+		return prepareSweepPayload(ev, v), true
+	case *events.PortScanCompleted:
+		return preparePortScan(ev, v), true
+	case *events.PluginRead:
+		return prepareRead(ev, v), true
+	}
+	return nil, false
 }
 
 // SharedPayload implements runner.SharedPreparer: sweeps, port scans
@@ -446,13 +456,8 @@ func (i *Inventory) SharedPayload(kind string) (*events.Registry, bool) {
 // normalised as copies; a sweep written whole is copied by keepSweepBase
 // before the inventory keeps its hosts).
 func (i *Inventory) PrepareShared(ev events.Envelope, payload any) (any, error) {
-	switch v := payload.(type) {
-	case *events.SweepCompleted:
-		return prepareSweepPayload(ev, v), nil
-	case *events.PortScanCompleted:
-		return preparePortScan(ev, v), nil
-	case *events.PluginRead:
-		return prepareRead(ev, v), nil
+	if r, ok := prepareRun(ev, payload); ok {
+		return r, nil
 	}
 	return nil, fmt.Errorf("inventory: seq %d: shared payload of type %T", ev.Seq, payload)
 }
