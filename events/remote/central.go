@@ -321,15 +321,8 @@ func (c *Central) check(o *Observation) error {
 	if !plainText(o.Kind, 64) || !plainText(e.Source, 128) || !plainText(e.Stream, 200) {
 		return fmt.Errorf("remote: %w: from %s: bad kind, source or stream", ErrRefused, o.Sensor)
 	}
-	if e.Kind == events.KindSweepCompleted || e.Kind == events.KindPluginRead {
-		var d struct {
-			Base uint64  `json:"base"`
-			Same []int64 `json:"same"`
-		}
-		if err := json.Unmarshal(e.Payload, &d); err != nil || d.Base != 0 || len(d.Same) != 0 {
-			return fmt.Errorf("remote: %w: from %s: %s must be whole (no base)", ErrRefused, o.Sensor, e.Kind)
-		}
-	}
+	// That a sweep or a plugin read is whole (no base) is checked where it
+	// is decoded to be written as a difference (sweepDelta, readDelta).
 	if !json.Valid(e.Payload) {
 		return fmt.Errorf("remote: %w: from %s: payload is not JSON", ErrRefused, o.Sensor)
 	}
@@ -463,6 +456,9 @@ func (c *Central) sweepDelta(e events.Envelope) (events.Envelope, []events.Sweep
 	if err := events.Default.DecodeInto(e, &p); err != nil {
 		return e, nil, fmt.Errorf("remote: %w: sweep %s: %w", ErrRefused, e.ID, err)
 	}
+	if p.Base != 0 || len(p.Same) != 0 {
+		return e, nil, fmt.Errorf("remote: %w: sweep %s must be whole (no base)", ErrRefused, e.ID)
+	}
 	all := slices.Clone(p.Hosts)
 	events.SortSweepHosts(all)
 	base := c.sweeps[e.Source]
@@ -508,15 +504,15 @@ func (c *Central) readDelta(e events.Envelope) (events.Envelope, *ingest.ReadBas
 	if e.Kind != events.KindPluginRead {
 		return e, nil, nil
 	}
-	if spec, _ := events.Lookup(e.Kind); e.V != spec.Version {
-		return e, nil, nil // written as it came; the next read is whole
-	}
 	var whole events.PluginRead
 	if err := events.Default.DecodeInto(e, &whole); err != nil {
 		return e, nil, fmt.Errorf("remote: %w: read %s: %w", ErrRefused, e.ID, err)
 	}
-	if len(whole.Gone) != 0 {
-		return e, nil, fmt.Errorf("remote: %w: read %s: a whole read removes no host (gone)", ErrRefused, e.ID)
+	if whole.Base != 0 || len(whole.Gone) != 0 {
+		return e, nil, fmt.Errorf("remote: %w: read %s must be whole (no base, nothing gone)", ErrRefused, e.ID)
+	}
+	if spec, _ := events.Lookup(e.Kind); e.V != spec.Version {
+		return e, nil, nil // written as it came; the next read is whole
 	}
 	p, next := ingest.ReadDelta(whole, c.reads[e.Source])
 	out, err := events.New(events.KindPluginRead, p, e.Time)

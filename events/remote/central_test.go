@@ -82,6 +82,11 @@ func TestCentralAppendsEachObservationOnce(t *testing.T) {
 		{"a plugin's failed read", Observation{Sensor: "a", Kind: "routerapi", Event: func() events.Envelope { e := read; e.Source = "routerapi:core"; return e }()}, false, nil},
 		{"unknown sensor", Observation{Sensor: "c", Kind: "sweep", Event: sweepEvent(t, "s2", 0)}, false, ErrRefused},
 		{"a difference", Observation{Sensor: "a", Kind: "sweep", Event: sweepEvent(t, "s3", 7)}, false, ErrRefused},
+		{"a read as a difference", Observation{Sensor: "a", Kind: "routerapi", Event: func() events.Envelope {
+			e := events.MustNew(events.KindPluginRead, events.PluginRead{ScanID: "r9", Kind: "routerapi", Complete: true, Base: 3}, time.Now())
+			e.Source = "routerapi:core"
+			return e
+		}()}, false, ErrRefused},
 		{"a kind sensors do not send", Observation{Sensor: "a", Kind: "sweep", Event: func() events.Envelope {
 			e := events.MustNew(events.KindDeviceEdited, events.DeviceEdited{}, time.Now())
 			e.Source = "x"
