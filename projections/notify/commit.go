@@ -17,8 +17,9 @@ import (
 // log, store.DB()) held four times as often. The committer gathers the
 // writes that wait while a commit is under way and commits them together
 // in the next transaction (under load waiting groupLinger for more): no
-// added delay when idle, one commit per round under load. A write returns only once its transaction is durable, so
-// every guarantee of the ledger is the same as with one transaction each.
+// added delay when idle, one commit per round under load. A write
+// returns only once its transaction is durable, so every guarantee of
+// the ledger is the same as with one transaction each.
 
 // maxGroup bounds the writes of one transaction.
 const maxGroup = 64

@@ -475,7 +475,7 @@ func (s *sender) run(ctx context.Context) error {
 // round sends what is due and says how long to wait for the next, and
 // whether it is gathering a digest until then (new changes need not wake
 // it).
-func (s *sender) round(ctx context.Context) (wait time.Duration, gathering bool, err error) {
+func (s *sender) round(ctx context.Context) (time.Duration, bool, error) {
 	for {
 		now := s.d.o.Now()
 		batch, nextDue, err := s.due(now, maxDigest)
