@@ -401,9 +401,9 @@ func (h *histState) fingerprint(d *device) uint64 {
 	str(d.Presence)
 	num(d.FirstSeen.UnixNano())
 	var set uint64
-	for src, n := range d.Names {
+	for _, n := range d.Names {
 		sub.Reset()
-		sub.WriteString(src)
+		sub.WriteString(n.Src)
 		sub.WriteByte(0)
 		sub.WriteString(n.Name)
 		set += sub.Sum64()
@@ -466,8 +466,8 @@ func (d *device) historyDoc() history.Device {
 		Ports:     make([]int, 0, len(d.Ports)),
 		Sources:   append([]string{}, d.Sources...),
 	}
-	for src, n := range d.Names {
-		v.Names[src] = n.Name
+	for _, n := range d.Names {
+		v.Names[n.Src] = n.Name
 	}
 	if d.MAC != "" {
 		m := d.MAC

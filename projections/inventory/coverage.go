@@ -1,7 +1,6 @@
 package inventory
 
 import (
-	"slices"
 	"time"
 
 	"github.com/jocasta/jocasta/projections"
@@ -101,12 +100,11 @@ func (i *Inventory) emitSourceChanges(em *emitter) error {
 func (i *Inventory) recentSources(d *device) []string {
 	cut := d.LastSeen.Add(-i.opts.OnlineWindow)
 	var out []string
-	for src, t := range d.SeenBy {
-		if !t.Before(cut) {
-			out = append(out, src)
+	for _, e := range d.SeenBy {
+		if !e.At.Before(cut) {
+			out = append(out, e.Src)
 		}
 	}
-	slices.Sort(out)
 	return out
 }
 
@@ -191,7 +189,7 @@ func (i *Inventory) refreshCoverage(d *device) {
 			pick = src
 		}
 	}
-	c := &projections.Coverage{State: CoverageNotCovered, Source: pick, Since: d.SeenBy[pick]}
+	c := &projections.Coverage{State: CoverageNotCovered, Source: pick, Since: d.SeenBy.get(pick)}
 	if h := i.health[pick]; h != nil && h.FailingSince != nil {
 		c.Since, c.Reason = *h.FailingSince, h.Reason
 	}

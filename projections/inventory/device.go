@@ -3,6 +3,7 @@ package inventory
 import (
 	"crypto/sha256"
 	"encoding/base32"
+	"encoding/json"
 	"net"
 	"net/netip"
 	"slices"
@@ -59,8 +60,43 @@ type evid struct {
 	Time   time.Time `json:"time"`
 }
 
-// evidenceSet holds the evidence of every field that has one.
+// evidenceSet holds the evidence of every field that has one. Its JSON
+// form (evidenceJSON) is one object of every field that has evidence.
 type evidenceSet struct {
+	Name      evid
+	MAC       evid
+	Addresses evid
+	LastSeen  evid
+	Presence  evid
+	Ports     evid
+	Services  evid
+	UPnP      evid
+	// user holds the evidence of the fields only a user sets: nil until
+	// the device's first edit, which most devices never get (it would
+	// be a third of a device's memory).
+	user *userEvidence
+}
+
+// userEvidence is the evidence of the fields a user edits.
+type userEvidence struct {
+	Label   evid
+	Group   evid
+	Type    evid
+	Notes   evid
+	Ignored evid
+	Watched evid
+}
+
+// edits returns the evidence of the user's fields, to be set.
+func (e *evidenceSet) edits() *userEvidence {
+	if e.user == nil {
+		e.user = &userEvidence{}
+	}
+	return e.user
+}
+
+// evidenceJSON is the stored form of an evidenceSet.
+type evidenceJSON struct {
 	Name      evid `json:"name,omitzero"`
 	MAC       evid `json:"mac,omitzero"`
 	Addresses evid `json:"addresses,omitzero"`
@@ -77,20 +113,49 @@ type evidenceSet struct {
 	Watched   evid `json:"watched,omitzero"`
 }
 
+// MarshalJSON writes the set as evidenceJSON.
+func (e evidenceSet) MarshalJSON() ([]byte, error) {
+	j := evidenceJSON{Name: e.Name, MAC: e.MAC, Addresses: e.Addresses, LastSeen: e.LastSeen,
+		Presence: e.Presence, Ports: e.Ports, Services: e.Services, UPnP: e.UPnP}
+	if u := e.user; u != nil {
+		j.Label, j.Group, j.Type, j.Notes, j.Ignored, j.Watched = u.Label, u.Group, u.Type, u.Notes, u.Ignored, u.Watched
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads evidenceJSON.
+func (e *evidenceSet) UnmarshalJSON(b []byte) error {
+	var j evidenceJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*e = evidenceSet{Name: j.Name, MAC: j.MAC, Addresses: j.Addresses, LastSeen: j.LastSeen,
+		Presence: j.Presence, Ports: j.Ports, Services: j.Services, UPnP: j.UPnP}
+	if u := (userEvidence{j.Label, j.Group, j.Type, j.Notes, j.Ignored, j.Watched}); u != (userEvidence{}) {
+		e.user = &u
+	}
+	return nil
+}
+
 // evidenceField is one field of an evidenceSet under its API name.
 type evidenceField struct {
 	name string
-	ev   *evid
+	ev   evid
 }
 
-// fields lists the evidence under its API field names, in declaration
-// order (an array, so listing allocates nothing).
+// fields lists the evidence under its API field names, in evidenceJSON's
+// order (an array, so listing allocates nothing). Setting one is done on
+// the set's fields (those of a user's edit through edits).
 func (e *evidenceSet) fields() [14]evidenceField {
+	u := e.user
+	if u == nil {
+		u = &userEvidence{}
+	}
 	return [14]evidenceField{
-		{"name", &e.Name}, {"mac", &e.MAC}, {"addresses", &e.Addresses}, {"last_seen", &e.LastSeen},
-		{"presence", &e.Presence}, {"ports", &e.Ports}, {"services", &e.Services}, {"upnp", &e.UPnP},
-		{"label", &e.Label}, {"group", &e.Group}, {"type", &e.Type}, {"notes", &e.Notes},
-		{"ignored", &e.Ignored}, {"watched", &e.Watched},
+		{"name", e.Name}, {"mac", e.MAC}, {"addresses", e.Addresses}, {"last_seen", e.LastSeen},
+		{"presence", e.Presence}, {"ports", e.Ports}, {"services", e.Services}, {"upnp", e.UPnP},
+		{"label", u.Label}, {"group", u.Group}, {"type", u.Type}, {"notes", u.Notes},
+		{"ignored", u.Ignored}, {"watched", u.Watched},
 	}
 }
 
@@ -109,8 +174,8 @@ type device struct {
 	Key string `json:"key"` // identity: "m/<mac>" or "i/<ip>"
 	MAC string `json:"mac,omitempty"`
 
-	Names    map[string]nameRec `json:"names,omitempty"`
-	BestName string             `json:"best_name,omitempty"`
+	Names    nameSet `json:"names,omitempty"`
+	BestName string  `json:"best_name,omitempty"`
 
 	Label   *string `json:"label,omitempty"`
 	Group   *string `json:"group,omitempty"`
@@ -132,7 +197,7 @@ type device struct {
 	Sources   []string              `json:"sources,omitempty"`
 	// SeenBy is each source's last sighting of the device: which sources
 	// can say it is gone (see hasEvidence).
-	SeenBy map[string]time.Time `json:"seen_by,omitempty"`
+	SeenBy seenSet `json:"seen_by,omitempty"`
 	// Attached is where it hangs off, as a plugin source said.
 	Attached *attachRec  `json:"attached,omitempty"`
 	Evidence evidenceSet `json:"evidence"`
@@ -209,13 +274,13 @@ func (d *device) computeBestName() string {
 
 // bestName returns the best name and its source ("", "" when none).
 func (d *device) bestName() (name, source string) {
-	for src, n := range d.Names {
+	for _, n := range d.Names {
 		if n.Name == "" {
 			continue
 		}
-		if name == "" || nameRank(src) < nameRank(source) ||
-			(nameRank(src) == nameRank(source) && src < source) {
-			name, source = n.Name, src
+		if name == "" || nameRank(n.Src) < nameRank(source) ||
+			(nameRank(n.Src) == nameRank(source) && n.Src < source) {
+			name, source = n.Name, n.Src
 		}
 	}
 	return name, source
@@ -257,10 +322,9 @@ func (d *device) refreshDerived(vendor func(net.HardwareAddr) string) {
 func appendSearch(b []byte, d *device) []byte {
 	start := len(b)
 	b = append(b, d.sortKey...)
-	var srcs [8]string
-	for _, src := range appendKeys(srcs[:0], d.Names) {
+	for _, n := range d.Names {
 		b = append(b, '\n')
-		b = append(b, d.Names[src].Name...)
+		b = append(b, n.Name...)
 	}
 	if d.Label != nil {
 		b = append(b, '\n')
@@ -288,15 +352,6 @@ func appendSearch(b []byte, d *device) []byte {
 		}
 	}
 	return b
-}
-
-// appendKeys appends the keys of m to dst, sorted.
-func appendKeys[V any](dst []string, m map[string]V) []string {
-	for k := range m {
-		dst = append(dst, k)
-	}
-	slices.Sort(dst)
-	return dst
 }
 
 // macRandom reports whether mac is locally administered (bit 0x02 of the
@@ -349,8 +404,8 @@ func (d *device) view() projections.Device {
 		}
 	}
 	v.Evidence = make(map[string]projections.Evidence, n)
-	for src, n := range d.Names {
-		v.Names[src] = projections.Name{Name: n.Name, LastConfirmed: n.LastConfirmed}
+	for _, n := range d.Names {
+		v.Names[n.Src] = projections.Name{Name: n.Name, LastConfirmed: n.LastConfirmed}
 	}
 	if d.MAC != "" {
 		m := d.MAC

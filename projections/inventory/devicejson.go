@@ -30,13 +30,11 @@ func encodeDeviceRow(d *device, buf []byte) ([]byte, error) {
 	}
 	if len(d.Names) > 0 {
 		b = append(b, `,"names":{`...)
-		var srcs [8]string
-		for n, k := range appendKeys(srcs[:0], d.Names) {
+		for n, r := range d.Names {
 			if n > 0 {
 				b = append(b, ',')
 			}
-			r := d.Names[k]
-			b = appendJSONString(b, k)
+			b = appendJSONString(b, r.Src)
 			b = append(b, `:{"name":`...)
 			b = appendJSONString(b, r.Name)
 			b = append(b, `,"last_confirmed":`...)
@@ -120,14 +118,13 @@ func encodeDeviceRow(d *device, buf []byte) ([]byte, error) {
 	}
 	if len(d.SeenBy) > 0 {
 		b = append(b, `,"seen_by":{`...)
-		var srcs [8]string
-		for n, k := range appendKeys(srcs[:0], d.SeenBy) {
+		for n, e := range d.SeenBy {
 			if n > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, k)
+			b = appendJSONString(b, e.Src)
 			b = append(b, ':')
-			b = appendJSONTime(b, d.SeenBy[k])
+			b = appendJSONTime(b, e.At)
 		}
 		b = append(b, '}')
 	}
@@ -231,8 +228,8 @@ func (d *device) timesEncodable() bool {
 			return false
 		}
 	}
-	for _, t := range d.SeenBy {
-		if !ok(t) {
+	for _, e := range d.SeenBy {
+		if !ok(e.At) {
 			return false
 		}
 	}

@@ -23,10 +23,10 @@ func fuzzDevice(s1, s2 string, sec, nsec int64, port uint16, mask uint32) *devic
 		d.MAC = s2
 	}
 	if bit(1) {
-		d.Names = map[string]nameRec{s1: {Name: s2, LastConfirmed: at}, s2: {Name: s1}, "dns": {Name: "<&>"}}
+		d.Names = namesOf(map[string]nameRec{s1: {Name: s2, LastConfirmed: at}, s2: {Name: s1}, "dns": {Name: "<&>"}})
 	}
 	if bit(2) {
-		d.Names = map[string]nameRec{}
+		d.Names = nameSet{}
 	}
 	if bit(3) {
 		d.BestName = s1 + s2
@@ -63,7 +63,7 @@ func fuzzDevice(s1, s2 string, sec, nsec int64, port uint16, mask uint32) *devic
 		d.Sources = []string{s1, s2}
 	}
 	if bit(23) {
-		d.SeenBy = map[string]time.Time{s1: at, s2 + "x": at.Add(time.Duration(nsec))}
+		d.SeenBy = seenOf(map[string]time.Time{s1: at, s2 + "x": at.Add(time.Duration(nsec))})
 	}
 	if bit(24) {
 		d.Attached = &attachRec{Source: s1, DeviceID: s2, Peer: s1, Port: s2, SSID: s1, Band: s2, Signal: -int(port % 100), Behind: int(port)}
@@ -73,16 +73,18 @@ func fuzzDevice(s1, s2 string, sec, nsec int64, port uint16, mask uint32) *devic
 	}
 	if bit(17) {
 		d.Evidence.Name = evid{Source: s1, Time: at}
-		d.Evidence.Watched = evid{Source: s2, Actor: s1, Time: at}
+		d.Evidence.edits().Watched = evid{Source: s2, Actor: s1, Time: at}
 	}
 	if bit(19) {
-		for k, f := range d.Evidence.fields() {
-			*f.ev = evid{Source: fmt.Sprint(s1, k), Time: at.Add(time.Duration(k))}
+		e, u := &d.Evidence, d.Evidence.edits()
+		for k, ev := range []*evid{&e.Name, &e.MAC, &e.Addresses, &e.LastSeen, &e.Presence, &e.Ports, &e.Services, &e.UPnP,
+			&u.Label, &u.Group, &u.Type, &u.Notes, &u.Ignored, &u.Watched} {
+			*ev = evid{Source: fmt.Sprint(s1, k), Time: at.Add(time.Duration(k))}
 		}
 	}
 	if bit(18) {
 		d.Evidence.MAC = evid{Time: at}
-		d.Evidence.Label = evid{Actor: s1}
+		d.Evidence.edits().Label = evid{Actor: s1}
 		d.Evidence.UPnP = evid{Time: time.Time{}.Local()}
 	}
 	return d

@@ -55,10 +55,10 @@ func (i *Inventory) applyEdit(em *emitter, p *events.DeviceEdited) error {
 		set  *string
 		e    *evid
 	}{
-		{"label", &d.Label, p.Label, &d.Evidence.Label},
-		{"group", &d.Group, p.Group, &d.Evidence.Group},
-		{"type", &d.Type, p.Type, &d.Evidence.Type},
-		{"notes", &d.Notes, p.Notes, &d.Evidence.Notes},
+		{"label", &d.Label, p.Label, &d.Evidence.edits().Label},
+		{"group", &d.Group, p.Group, &d.Evidence.edits().Group},
+		{"type", &d.Type, p.Type, &d.Evidence.edits().Type},
+		{"notes", &d.Notes, p.Notes, &d.Evidence.edits().Notes},
 	} {
 		before := *f.cur
 		if err := strField(f.name, f.cur, f.set, f.e); err != nil {
@@ -77,7 +77,7 @@ func (i *Inventory) applyEdit(em *emitter, p *events.DeviceEdited) error {
 	}
 	if ign != d.Ignored {
 		d.Ignored = ign
-		d.Evidence.Ignored = ev
+		d.Evidence.edits().Ignored = ev
 		changed = true
 		verb := "marked %s as ignored"
 		if !ign {
@@ -104,7 +104,7 @@ func (i *Inventory) applyWatch(em *emitter, p *events.DeviceWatchSet) error {
 		return nil
 	}
 	d.Watched = p.Watched
-	d.Evidence.Watched = evid{Source: em.ev.Source, Actor: em.actor(), Time: em.ev.Time.UTC()}
+	d.Evidence.edits().Watched = evid{Source: em.ev.Source, Actor: em.actor(), Time: em.ev.Time.UTC()}
 	if d.Presence != presenceOnline {
 		d.Presence = absentFor(d)
 	}

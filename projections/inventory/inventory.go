@@ -210,11 +210,13 @@ func (i *Inventory) Load(tx *bolt.Tx) error {
 	i.reset()
 	i.db = tx.DB()
 	if b := tx.Bucket([]byte(bucketDevices)); b != nil {
+		var in interner
 		err := b.ForEach(func(k, v []byte) error {
 			d := &device{}
 			if err := json.Unmarshal(v, d); err != nil {
 				return fmt.Errorf("device %q: %w", k, err)
 			}
+			in.device(d)
 			for _, a := range d.Addrs {
 				ip, err := netip.ParseAddr(a.IP)
 				if err != nil {

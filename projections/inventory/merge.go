@@ -223,7 +223,8 @@ func (i *Inventory) groupIDs(id string) []string {
 func (i *Inventory) unionOf(root *device, members []*device) *device {
 	all := append([]*device{root}, members...)
 	u := *root
-	u.Names = map[string]nameRec{}
+	u.Evidence.user = clonePtr(root.Evidence.user) // edits of the union are not root's
+	u.Names = nil
 	u.Addrs = nil
 	u.Ports = nil
 	u.Services = nil
@@ -235,9 +236,9 @@ func (i *Inventory) unionOf(root *device, members []*device) *device {
 	addrs := map[string]*addrRec{}
 	ports := map[uint16]portRec{}
 	for _, d := range all {
-		for src, n := range d.Names {
-			if cur, ok := u.Names[src]; !ok || n.LastConfirmed.After(cur.LastConfirmed) {
-				u.Names[src] = n
+		for _, n := range d.Names {
+			if cur, ok := u.Names.get(n.Src); !ok || n.LastConfirmed.After(cur.LastConfirmed) {
+				u.Names.set(n.Src, n.nameRec)
 			}
 		}
 		if d.FirstSeen.Before(u.FirstSeen) {
@@ -294,12 +295,9 @@ func (i *Inventory) unionOf(root *device, members []*device) *device {
 		for _, s := range d.Sources {
 			u.addSource(s)
 		}
-		for src, t := range d.SeenBy {
-			if u.SeenBy == nil {
-				u.SeenBy = map[string]time.Time{}
-			}
-			if t.After(u.SeenBy[src]) {
-				u.SeenBy[src] = t
+		for _, e := range d.SeenBy {
+			if e.At.After(u.SeenBy.get(e.Src)) {
+				u.SeenBy.set(e.Src, e.At)
 			}
 		}
 		for _, f := range [...]struct{ u, d *evid }{

@@ -284,10 +284,7 @@ func (i *Inventory) applyReadHost(em *emitter, hs *hostSet, h *events.ReadHost, 
 			}
 			d.Evidence.LastSeen = evid{Source: src, Time: at}
 		}
-		if d.SeenBy == nil {
-			d.SeenBy = make(map[string]time.Time, 2)
-		}
-		d.SeenBy[src] = at
+		d.SeenBy.set(src, at)
 	}
 	if isNew {
 		if d.FirstSeen.IsZero() {
@@ -301,7 +298,7 @@ func (i *Inventory) applyReadHost(em *emitter, hs *hostSet, h *events.ReadHost, 
 		return err
 	}
 	nb, nbSrc := d.bestName()
-	if n, ok := d.Names[nbSrc]; ok && n.LastConfirmed.Equal(at) {
+	if n, ok := d.Names.get(nbSrc); ok && n.LastConfirmed.Equal(at) {
 		d.Evidence.Name = evid{Source: src, Time: at}
 	}
 	if nb != d.BestName && !isNew {

@@ -125,7 +125,7 @@ func TestAppendSearch(t *testing.T) {
 	label := "Kitchen TV"
 	d := &device{
 		sortKey: "tv.lab",
-		Names:   map[string]nameRec{"mdns": {Name: "KÜCHE-TV.local"}, "dns": {Name: "TV.lab"}, "ssdp": {Name: "Samsung QE55"}},
+		Names:   namesOf(map[string]nameRec{"mdns": {Name: "KÜCHE-TV.local"}, "dns": {Name: "TV.lab"}, "ssdp": {Name: "Samsung QE55"}}),
 		Label:   &label,
 		Addrs:   []*addrRec{{IP: "10.0.0.9"}, {IP: "10.0.0.7", RetiredAt: &retired}},
 		MAC:     "3c:22:fb:00:00:01",

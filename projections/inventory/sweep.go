@@ -248,7 +248,7 @@ func (i *Inventory) applySweep(em *emitter, sp *sweepPrep) error {
 			}
 		}
 		nb, nbSrc := d.bestName()
-		if n, ok := d.Names[nbSrc]; ok && n.LastConfirmed.Equal(fin) {
+		if n, ok := d.Names.get(nbSrc); ok && n.LastConfirmed.Equal(fin) {
 			d.Evidence.Name = evid{Source: ev.Source, Time: fin} // confirmed now
 		}
 		if nb != d.BestName {
@@ -391,11 +391,8 @@ func (i *Inventory) sighting(em *emitter, t *sweepTouch, ip netip.Addr, ipStr, n
 		d.LastSeen = at
 	}
 	d.Evidence.LastSeen = evid{Source: src, Time: at}
-	if d.SeenBy == nil {
-		d.SeenBy = make(map[string]time.Time, 2)
-	}
-	if at.After(d.SeenBy[src]) {
-		d.SeenBy[src] = at
+	if at.After(d.SeenBy.get(src)) {
+		d.SeenBy.set(src, at)
 	}
 	return nil
 }
@@ -409,13 +406,10 @@ func (i *Inventory) observe(d *device, h *events.SweepHost, src string, at time.
 		if name == "" || len(from) == 0 {
 			return
 		}
-		if d.Names == nil {
-			d.Names = make(map[string]nameRec, 2)
-		}
-		if old, ok := d.Names[from]; !ok || old.Name != name {
+		if old, ok := d.Names.get(from); !ok || old.Name != name {
 			changed = true
 		}
-		d.Names[from] = nameRec{Name: name, LastConfirmed: at}
+		d.Names.set(from, nameRec{Name: name, LastConfirmed: at})
 	}
 	for from, name := range h.Names {
 		setName(from, name)
