@@ -70,9 +70,11 @@
 // server.auth.cookie_secure, expiring with the session). The access
 // projection keeps sessions, so they survive a restart; it drops a user's
 // sessions when the user is removed or changes password. The idle timeout
-// is judged in memory from the last request of each session (after a
-// restart, from the first request); an idle session is ended
-// (session.ended, reason idle) and sent to sign in. Sign-out appends
+// is judged from the last request of each session, which the access
+// projection keeps in memory and writes with the tokens' last use once a
+// minute (so after a restart it counts from the last written request, at
+// most a minute early); an idle session is ended (session.ended, reason
+// idle) and sent to sign in. Sign-out appends
 // session.ended (reason sign_out).
 //
 // # Cross-site requests

@@ -68,7 +68,7 @@ func (s *Server) signedIn(h handlerFunc) handlerFunc {
 			s.clearCookie(w)
 			return s.toSignIn(w, r, "expired")
 		}
-		if s.idle.touch(sess.ID, s.now(), s.cfg.IdleTimeout) {
+		if s.acc.TouchSession(sess.ID, s.now(), s.cfg.IdleTimeout) {
 			s.clearCookie(w)
 			if err := s.cmd.EndSession(r.Context(), sess.User, sess.ID, events.SessionEndIdle); err != nil {
 				return err
@@ -170,7 +170,7 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request, name, next
 	if err != nil {
 		return err
 	}
-	s.idle.touch(sess.ID, s.now(), s.cfg.IdleTimeout)
+	s.acc.TouchSession(sess.ID, s.now(), s.cfg.IdleTimeout)
 	s.setCookie(w, secret, sess.ExpiresAt)
 	if next == "" {
 		next = "/"
@@ -184,7 +184,6 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request) error {
 	if err := s.cmd.EndSession(r.Context(), rs.sess.User, rs.sess.ID, events.SessionEndSignOut); err != nil {
 		return err
 	}
-	s.idle.forget(rs.sess.ID)
 	s.clearCookie(w)
 	http.Redirect(w, r, "/signin?m=signedout", http.StatusSeeOther)
 	return nil
@@ -210,41 +209,6 @@ func clientKey(r *http.Request) string {
 		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 	}
 	return host
-}
-
-// idleTracker keeps each session's last activity in memory. After a
-// restart a session's idle time counts from its first request.
-type idleTracker struct {
-	mu   sync.Mutex
-	last map[string]time.Time
-}
-
-func newIdleTracker() *idleTracker { return &idleTracker{last: map[string]time.Time{}} }
-
-// touch records activity at now and reports whether the session had
-// been idle longer than timeout (it is then forgotten).
-func (t *idleTracker) touch(id string, now time.Time, timeout time.Duration) (idle bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if last, ok := t.last[id]; ok && now.Sub(last) > timeout {
-		delete(t.last, id)
-		return true
-	}
-	t.last[id] = now
-	if len(t.last) > 4096 {
-		for k, v := range t.last {
-			if now.Sub(v) > timeout {
-				delete(t.last, k)
-			}
-		}
-	}
-	return false
-}
-
-func (t *idleTracker) forget(id string) {
-	t.mu.Lock()
-	delete(t.last, id)
-	t.mu.Unlock()
 }
 
 // limiters is a token bucket per key, forgotten after 10 idle minutes.

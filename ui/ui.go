@@ -48,6 +48,9 @@ type Accounts interface {
 	Sessions(now time.Time) []access.Session
 	Users() []access.User
 	Tokens(now time.Time) []projections.Token
+	// TouchSession records a request of a session and reports whether
+	// it had been idle longer than timeout (the session is then ended).
+	TouchSession(id string, now time.Time, timeout time.Duration) (idle bool)
 }
 
 // Commander is the write side (events/command.Commander). Every mutation
@@ -190,7 +193,6 @@ type Server struct {
 
 	views   *views
 	assets  *assets
-	idle    *idleTracker
 	ipLim   *limiters
 	userLim *limiters
 	handler http.Handler
@@ -239,7 +241,6 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		cfg: cfg, inv: deps.Inventory, scans: deps.Scans, acc: deps.Accounts, cmd: deps.Commander, setup: deps.Setup,
 		notes: deps.Notifications, flows: deps.Traffic, dns: deps.DNS, hist: deps.History, merge: merge,
 		log: deps.Log, now: deps.Now, views: vs, assets: as,
-		idle:    newIdleTracker(),
 		ipLim:   newLimiters(cfg.SignInRate, cfg.SignInBurst),
 		userLim: newLimiters(cfg.AccountRate, cfg.AccountBurst),
 	}

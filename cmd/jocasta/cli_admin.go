@@ -102,8 +102,9 @@ func cmdTokenCreate(e *env, args []string) error {
 		fmt.Fprintln(e.stderr, "jocasta: no --mode given: the token is read only (--mode read_write for one that may edit devices)")
 	}
 	if expires == "" {
-		expires = "90d"
-		fmt.Fprintln(e.stderr, "jocasta: no --expires given: the token expires in 90 days (--expires never, 30d, 90d or 1y)")
+		// The contract: a token never expires unless an expiry was chosen.
+		expires = "never"
+		fmt.Fprintln(e.stderr, "jocasta: no --expires given: the token never expires (--expires 30d, 90d or 1y for one that does)")
 	}
 	if mode != events.ModeRead && mode != events.ModeReadWrite {
 		return usagef("--mode %q: want read or read_write", mode)

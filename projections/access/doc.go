@@ -40,7 +40,10 @@
 // to the bucket "token_last_used", which is not one of the projection's
 // Buckets, so replays and snapshots ignore it: a database rebuilt by
 // replay starts with every last_used_at empty. [Projection.RunFlusher]
-// flushes periodically and once more when its context ends.
+// flushes periodically and once more when its context ends. The same
+// flush writes each web session's last request
+// ([Projection.TouchSession], bucket "session_last_active"), so that
+// server.auth.idle_timeout still ends a session after a restart.
 //
 // # Accounts
 //

@@ -69,6 +69,10 @@ type Projection struct {
 	luMu     sync.Mutex
 	lastUsed map[string]time.Time // token id → last successful use
 	dirty    map[string]struct{}  // ids whose lastUsed is not yet flushed
+	// active is each session's last request (activity.go), activeDirty
+	// the ids not yet flushed.
+	active      map[string]time.Time
+	activeDirty map[string]struct{}
 
 	// hashing admits one password verification at a time (each one
 	// allocates argon2's memory, 64 MiB by default).
@@ -88,9 +92,11 @@ func New(now func() time.Time) *Projection {
 		tokens:   map[string]*token{},
 		byHash:   map[[32]byte]*token{},
 		users:    map[string]*userRec{},
-		lastUsed: map[string]time.Time{},
-		dirty:    map[string]struct{}{},
-		hashing:  make(chan struct{}, 1),
+		lastUsed:    map[string]time.Time{},
+		dirty:       map[string]struct{}{},
+		active:      map[string]time.Time{},
+		activeDirty: map[string]struct{}{},
+		hashing:     make(chan struct{}, 1),
 	}
 }
 
@@ -294,11 +300,16 @@ func (p *Projection) Load(tx *bolt.Tx) error {
 	if err := p.loadSessions(tx); err != nil {
 		return err
 	}
+	active, activeDirty, err := p.loadActive(tx)
+	if err != nil {
+		return err
+	}
 	p.mu.Lock()
 	p.tokens, p.byHash, p.users = tokens, byHash, users
 	p.mu.Unlock()
 	p.luMu.Lock()
 	p.lastUsed, p.dirty = lastUsed, map[string]struct{}{}
+	p.active, p.activeDirty = active, activeDirty
 	p.luMu.Unlock()
 	return nil
 }

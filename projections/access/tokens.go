@@ -125,8 +125,9 @@ func (p *Projection) TokenNameTaken(name string) bool {
 }
 
 // FlushLastUsed writes the last_used_at values recorded since the last
-// flush to BucketLastUsed (key: token id, value: RFC 3339 time). On
-// failure the values stay pending for the next flush.
+// flush to BucketLastUsed (key: token id, value: RFC 3339 time), and the
+// sessions' last requests to BucketSessionActive. On failure the values
+// stay pending for the next flush.
 func (p *Projection) FlushLastUsed(db *bolt.DB) error {
 	if db == nil {
 		return fmt.Errorf("access: flushing token last use: no database")
@@ -137,11 +138,18 @@ func (p *Projection) FlushLastUsed(db *bolt.DB) error {
 		pending[id] = p.lastUsed[id]
 	}
 	clear(p.dirty)
+	active := p.activePending()
 	p.luMu.Unlock()
-	if len(pending) == 0 {
+	if len(pending) == 0 && len(active) == 0 {
 		return nil
 	}
 	err := db.Update(func(tx *bolt.Tx) error {
+		if err := p.flushActive(tx, active); err != nil {
+			return err
+		}
+		if len(pending) == 0 {
+			return nil
+		}
 		b, err := tx.CreateBucketIfNotExists(bLastUsed)
 		if err != nil {
 			return err
@@ -164,8 +172,11 @@ func (p *Projection) FlushLastUsed(db *bolt.DB) error {
 				p.dirty[id] = struct{}{}
 			}
 		}
+		for id := range active {
+			p.activeDirty[id] = struct{}{} // an ended one's entry goes next time
+		}
 		p.luMu.Unlock()
-		return fmt.Errorf("access: flushing last use of %d tokens: %w", len(pending), err)
+		return fmt.Errorf("access: flushing last use of %d tokens and %d sessions: %w", len(pending), len(active), err)
 	}
 	return nil
 }
