@@ -88,10 +88,10 @@ func New(now func() time.Time) *Projection {
 		now = time.Now
 	}
 	return &Projection{
-		now:      now,
-		tokens:   map[string]*token{},
-		byHash:   map[[32]byte]*token{},
-		users:    map[string]*userRec{},
+		now:         now,
+		tokens:      map[string]*token{},
+		byHash:      map[[32]byte]*token{},
+		users:       map[string]*userRec{},
 		lastUsed:    map[string]time.Time{},
 		dirty:       map[string]struct{}{},
 		active:      map[string]time.Time{},
