@@ -435,8 +435,8 @@ func TestUsers(t *testing.T) {
 		want string
 	}{
 		{"passwords differ", "/users", url.Values{"name": {"cy"}, "password": {"abcdefgh"}, "password2": {"abcdefgX"}}, http.StatusBadRequest, "differ"},
-		{"bad name", "/users", url.Values{"name": {"c y"}, "password": {"abcdefgh"}, "password2": {"abcdefgh"}}, http.StatusBadRequest, "user name must be"},
-		{"short password", "/users", url.Values{"name": {"cy"}, "password": {"abc"}, "password2": {"abc"}}, http.StatusBadRequest, "password must be"},
+		{"bad name", "/users", url.Values{"name": {"c y"}, "password": {"abcdefgh"}, "password2": {"abcdefgh"}}, http.StatusBadRequest, "name: must be 1 to 64"},
+		{"short password", "/users", url.Values{"name": {"cy"}, "password": {"abc"}, "password2": {"abc"}}, http.StatusBadRequest, "password: must be 8"},
 		{"taken", "/users", url.Values{"name": {"bob"}, "password": {"abcdefgh"}, "password2": {"abcdefgh"}}, http.StatusBadRequest, "already exists"},
 		{"unknown user password", "/users/zed/password", url.Values{"password": {"abcdefgh"}, "password2": {"abcdefgh"}}, http.StatusBadRequest, "no user"},
 		{"unknown user remove", "/users/zed/remove", nil, http.StatusBadRequest, "no user"},
@@ -479,7 +479,7 @@ func TestSetupLink(t *testing.T) {
 	wantStatus(t, c.post("/setup", form), http.StatusBadRequest, "differ")
 	form.Set("password2", "correct horse")
 	form.Set("name", "a d a")
-	wantStatus(t, c.post("/setup", form), http.StatusBadRequest, "user name must be")
+	wantStatus(t, c.post("/setup", form), http.StatusBadRequest, "name: must be 1 to 64")
 	form.Set("name", "ada")
 	w := c.post("/setup", form)
 	if w.Code != http.StatusSeeOther || c.cookie == nil {

@@ -270,7 +270,7 @@ func (c *core) LogTail(ctx context.Context, req tailReq, w io.Writer) error {
 
 func (c *core) Replay(ctx context.Context, req replayReq) (replayResp, error) {
 	if req.Output == "" {
-		return replayResp{}, userErrorf("replay needs --output FILE")
+		return replayResp{}, userErrorf("replay needs an output file (the command line chooses one when --output is not given)")
 	}
 	if _, err := os.Stat(req.Output); err == nil {
 		return replayResp{}, userErrorf("%s already exists; replay writes a fresh database", req.Output)

@@ -419,7 +419,7 @@ func cmdReplay(e *env, args []string) error {
 	var cfgPath, until, output string
 	fs := newFlags("replay", &cfgPath)
 	fs.StringVar(&until, "until", "", "replay events up to this time (RFC 3339)")
-	fs.StringVar(&output, "output", "", "the fresh database file to write")
+	fs.StringVar(&output, "output", "", "the fresh database file to write (default: beside the database, named after it and the time)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -427,16 +427,20 @@ func cmdReplay(e *env, args []string) error {
 	if err := wantArgs("replay", pos, 0, ""); err != nil {
 		return err
 	}
+	u, err := parseTime("until", until)
+	if err != nil {
+		return err
+	}
 	if output == "" {
-		return usagef("replay needs --output FILE")
+		cfg, _, err := loadConfig(e, cfgPath)
+		if err != nil {
+			return err
+		}
+		output = defaultReplayOutput(dbFileAbs(cfg), time.Now())
 	}
 	// A running serve writes the file: give it a path that does not depend
 	// on its working directory.
 	if output, err = filepath.Abs(output); err != nil {
-		return err
-	}
-	u, err := parseTime("until", until)
-	if err != nil {
 		return err
 	}
 	// Offline, this process does the replay; over the control socket the
@@ -450,6 +454,15 @@ func cmdReplay(e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "replayed %s into %s\n", plural(resp.Events, "event"), resp.Output)
 		return nil
 	})
+}
+
+// defaultReplayOutput is where replay writes without --output: beside
+// the database, its name with ".replay-" and the time (UTC, to the
+// second) before the extension: /data/jocasta.db replayed at 10:00:00 on
+// 27 November 2026 gives /data/jocasta.replay-20261127T100000Z.db.
+func defaultReplayOutput(db string, now time.Time) string {
+	ext := filepath.Ext(db)
+	return strings.TrimSuffix(db, ext) + ".replay-" + now.UTC().Format("20060102T150405Z") + ext
 }
 
 // plural writes n and the noun, with an s unless n is 1.

@@ -45,7 +45,9 @@ type projectionSet struct {
 	rules   *notify.Rules // which changes each notification destination receives
 }
 
-func newProjections(cfg *config.Config, vendors *oui.Registry, now func() time.Time) (*projectionSet, error) {
+// newProjections builds the projections; log gets their warnings at
+// start (the country database missing).
+func newProjections(cfg *config.Config, vendors *oui.Registry, now func() time.Time, log zerolog.Logger) (*projectionSet, error) {
 	inv, err := inventory.New(inventory.Options{
 		OnlineWindow: time.Duration(cfg.Inventory.OnlineWindow),
 		AddressGrace: time.Duration(cfg.Inventory.AddressGrace),
@@ -59,7 +61,7 @@ func newProjections(cfg *config.Config, vendors *oui.Registry, now func() time.T
 		return nil, err
 	}
 	// Traffic peers are named by the DNS answers recorded for the device.
-	tr, err := newTraffic(cfg, inv, dp.PeerName)
+	tr, err := newTraffic(cfg, inv, dp.PeerName, log)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +97,7 @@ func openCore(ctx context.Context, cfg *config.Config, log zerolog.Logger, mode 
 		return nil, err
 	}
 	now := time.Now
-	set, err := newProjections(cfg, loadVendors(log), now)
+	set, err := newProjections(cfg, loadVendors(log), now, log)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -112,7 +114,7 @@ func openCore(ctx context.Context, cfg *config.Config, log zerolog.Logger, mode 
 	c := &core{st: st, run: run, access: set.access, inv: set.inv, scans: set.scans, traffic: set.traffic, dns: set.dns, rules: set.rules, now: now,
 		sync: func(ctx context.Context, _ uint64) error { return run.CatchUp(ctx) }}
 	c.projs = func() []runner.Projection {
-		fresh, _ := newProjections(cfg, loadVendors(zerolog.Nop()), now)
+		fresh, _ := newProjections(cfg, loadVendors(zerolog.Nop()), now, zerolog.Nop())
 		return fresh.list()
 	}
 	return c, nil

@@ -608,6 +608,7 @@ func TestReplayAndVerifyOutput(t *testing.T) {
 		stderr string
 	}{
 		{"replay", []string{"replay", "--output", filepath.Join(dir, "r.db")}, exitOK, "replayed 1 event into ", ""},
+		{"replay without --output", []string{"replay"}, exitOK, "replayed 1 event into " + filepath.Join(dir, "data", "jocasta.replay-"), ""},
 		{"replay over a file", []string{"replay", "--output", existing}, exitUser, "", "already exists"},
 		{"replay into a missing directory", []string{"replay", "--output", filepath.Join(dir, "missing", "r.db")}, exitUser, "", "does not exist; create it first"},
 		{"verify json", []string{"log", "verify", "--json"}, exitOK, `"first_bad": null`, ""},
@@ -622,6 +623,9 @@ func TestReplayAndVerifyOutput(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "missing")); !os.IsNotExist(err) {
 		t.Error("replay created the missing directory")
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "data", "jocasta.replay-*Z.db")); len(m) != 1 {
+		t.Errorf("replay without --output wrote %v beside the database; want one jocasta.replay-<time>.db", m)
 	}
 	_, out, _ := cli(t, "", "log", "verify", "--json", "--config", cfg)
 	var rep map[string]any

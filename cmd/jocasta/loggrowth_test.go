@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/jocasta/jocasta/cmd/internal/config"
@@ -82,7 +83,7 @@ func TestLogGrowthStableNetwork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := newProjections(&cfg, nil, time.Now)
+	set, err := newProjections(&cfg, nil, time.Now, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,7 @@ commands:
   log stats [--json]                     events and bytes per kind and day, snapshots, buckets
   notify list [--json] | notify set NAME KINDS@SCOPE... | notify test NAME
   notify ledger NAME [--state S] [--limit N] [--json] | notify redeliver NAME ID|--all NAME
-  replay [--until T] --output FILE       rebuild every projection into a fresh database
+  replay [--until T] [--output FILE]     rebuild every projection into a fresh database
   whatif --online-window D --address-grace D [--since T] [--until T] [--json]   the history replayed under other rules
   backup --output FILE [--force]         a verified copy of the database, also while serve runs
   health [--url URL]                     exit 0 when serve answers /api/livez (container health checks)

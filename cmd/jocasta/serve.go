@@ -120,7 +120,7 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 	}
 	now := time.Now
 	vendors := loadVendors(log)
-	set, err := newProjections(cfg, vendors, now)
+	set, err := newProjections(cfg, vendors, now, log)
 	if err != nil {
 		st.Close()
 		return err
@@ -138,7 +138,7 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 	rlog := log.With().Str("component", "replay").Logger()
 	c.progress = func(format string, args ...any) { rlog.Info().Msgf(format, args...) }
 	c.projs = func() []runner.Projection {
-		fresh, _ := newProjections(cfg, vendors, now)
+		fresh, _ := newProjections(cfg, vendors, now, zerolog.Nop())
 		return fresh.list()
 	}
 

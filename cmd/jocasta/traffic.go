@@ -1,13 +1,13 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/jocasta/jocasta/cmd/internal/config"
 	"github.com/jocasta/jocasta/httpapi"
@@ -29,17 +29,17 @@ func countriesFor(path string) (*traffic.Countries, error) {
 
 // newTraffic builds the traffic projection over the inventory's address
 // history, with peers' countries and location.country as home.
-func newTraffic(cfg *config.Config, inv *inventory.Inventory, peerName func(deviceID string, peer netip.Addr, at time.Time) string) (*traffic.Projection, error) {
+func newTraffic(cfg *config.Config, inv *inventory.Inventory, peerName func(deviceID string, peer netip.Addr, at time.Time) string, log zerolog.Logger) (*traffic.Projection, error) {
 	c, err := countriesFor(cfg.Location.CountryDB)
 	if err != nil && cfg.Location.CountryDB != "" {
 		return nil, fmt.Errorf("location.country_db %s: %w", cfg.Location.CountryDB, err)
 	}
 	if err != nil {
-		level := slog.LevelWarn
+		ev := log.Warn()
 		if !errors.Is(err, traffic.ErrNoCountryData) {
-			level = slog.LevelError
+			ev = log.Error()
 		}
-		slog.Default().Log(context.Background(), level, "IP → country database unavailable; traffic peers will show no country (build with make to embed it)", "err", err)
+		ev.Err(err).Msg("IP → country database unavailable; traffic peers will show no country (build with make to embed it)")
 	}
 	return traffic.New(traffic.Options{Addresses: inv, Countries: c, Home: cfg.Location.Country, PeerName: peerName})
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/jocasta/jocasta/cmd/internal/config"
 	"github.com/jocasta/jocasta/events"
 	"github.com/jocasta/jocasta/events/ingest"
@@ -41,7 +43,7 @@ func flapLog(t testing.TB, path string, t0 time.Time, snapEvery time.Duration) {
 	}
 	defer st.Close()
 	cfg := config.Defaults()
-	set, err := newProjections(&cfg, nil, time.Now)
+	set, err := newProjections(&cfg, nil, time.Now, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

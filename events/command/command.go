@@ -341,10 +341,10 @@ func (c *Commander) RevokeToken(ctx context.Context, source, actor, id string) e
 // AddUser adds a web sign-in account.
 func (c *Commander) AddUser(ctx context.Context, source, actor, name, password string) error {
 	if err := access.ValidateUserName(name); err != nil {
-		return &Invalid{[]FieldError{{"name", err.Error()}}}
+		return &Invalid{[]FieldError{{"name", access.UserNameRule}}}
 	}
 	if err := access.ValidatePassword(password); err != nil {
-		return &Invalid{[]FieldError{{"password", err.Error()}}}
+		return &Invalid{[]FieldError{{"password", access.PasswordRule}}}
 	}
 	hash, err := access.HashPassword(password) // slow: outside the append
 	if err != nil {
@@ -361,7 +361,7 @@ func (c *Commander) AddUser(ctx context.Context, source, actor, name, password s
 // ChangePassword changes an account's password.
 func (c *Commander) ChangePassword(ctx context.Context, source, actor, name, password string) error {
 	if err := access.ValidatePassword(password); err != nil {
-		return &Invalid{[]FieldError{{"password", err.Error()}}}
+		return &Invalid{[]FieldError{{"password", access.PasswordRule}}}
 	}
 	hash, err := access.HashPassword(password)
 	if err != nil {

@@ -214,13 +214,13 @@ func (d *Destination) pushRequest(ctx context.Context, m message, linkBase strin
 		title += ": " + m.device.Name
 	}
 	req.Header.Set("Content-Type", "text/plain; charset=utf-8")
-	req.Header.Set("X-Title", title)
-	req.Header.Set("X-Tags", tt[1])
+	req.Header.Set("Title", title)
+	req.Header.Set("Tags", tt[1])
 	if d.Push.Priority > 0 {
-		req.Header.Set("X-Priority", strconv.Itoa(d.Push.Priority))
+		req.Header.Set("Priority", strconv.Itoa(d.Push.Priority))
 	}
 	if linkBase != "" && m.entry.DeviceID != "" && len(m.changes) == 0 {
-		req.Header.Set("X-Click", strings.TrimRight(linkBase, "/")+"/devices/"+url.PathEscape(m.entry.DeviceID))
+		req.Header.Set("Click", strings.TrimRight(linkBase, "/")+"/devices/"+url.PathEscape(m.entry.DeviceID))
 	}
 	if d.Push.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+d.Push.Token)

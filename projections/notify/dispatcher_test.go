@@ -481,12 +481,12 @@ func TestDigestForPushBurst(t *testing.T) {
 		t.Fatalf("%d messages, want the single one and one digest", len(rcv.got))
 	}
 	one, dig := rcv.got[0], rcv.got[1]
-	if one.Header.Get("Authorization") != "Bearer tk_secret" || one.Header.Get("X-Priority") != "4" ||
-		!strings.HasPrefix(one.Header.Get("X-Title"), "jocasta: New device") || string(rcv.body[0]) != "device.discovered single" {
+	if one.Header.Get("Authorization") != "Bearer tk_secret" || one.Header.Get("Priority") != "4" ||
+		!strings.HasPrefix(one.Header.Get("Title"), "jocasta: New device") || string(rcv.body[0]) != "device.discovered single" {
 		t.Errorf("single push: headers %v body %q", one.Header, rcv.body[0])
 	}
-	if !strings.HasPrefix(string(rcv.body[1]), "500 changes: 500 device.discovered") || dig.Header.Get("X-Title") != "jocasta: 500 changes" {
-		t.Errorf("digest: title %q body %q", dig.Header.Get("X-Title"), rcv.body[1])
+	if !strings.HasPrefix(string(rcv.body[1]), "500 changes: 500 device.discovered") || dig.Header.Get("Title") != "jocasta: 500 changes" {
+		t.Errorf("digest: title %q body %q", dig.Header.Get("Title"), rcv.body[1])
 	}
 	// The attempts are written after the request: wait for the commit.
 	var sent int
@@ -654,7 +654,7 @@ func TestPushClickLink(t *testing.T) {
 	rcv.wait(t, 1)
 	rcv.mu.Lock()
 	defer rcv.mu.Unlock()
-	if got := rcv.got[0].Header.Get("X-Click"); got != "https://jocasta.lan/devices/dabc" {
-		t.Errorf("X-Click %q", got)
+	if got := rcv.got[0].Header.Get("Click"); got != "https://jocasta.lan/devices/dabc" {
+		t.Errorf("Click %q", got)
 	}
 }

@@ -52,8 +52,10 @@ type Server struct {
 	TrustedProxies []netip.Prefix `yaml:"trusted_proxies" cfg:"bare-addr"` // a bare address is its /32 or /128
 	ProxyHeader    string         `yaml:"proxy_header"`                    // x-forwarded-for (default), forwarded or x-real-ip
 	// BaseURL is the address people reach the web interface at (behind a
-	// proxy, the proxy's): links in notifications and the ready line use
-	// it. Empty: http://<host>:<port>. No path, no trailing slash.
+	// proxy, the proxy's): push notifications link to devices there, and
+	// serve's ready line names it. Empty: no links in notifications (the
+	// ready line names the listening address). No path, no trailing
+	// slash.
 	BaseURL string `yaml:"base_url"`
 	CORS    CORS   `yaml:"cors"`
 	Auth    Auth   `yaml:"auth"`
