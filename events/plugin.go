@@ -45,6 +45,9 @@ type ReadPeer struct {
 	Name  string   `json:"name,omitempty"`
 	Model string   `json:"model,omitempty"`
 	MACs  []string `json:"macs,omitempty"`
+	// Outside is its outside address (a router's IPv4 address on the
+	// interface of its default route), when read.
+	Outside string `json:"outside,omitempty"`
 }
 
 // ReadHost is one host of a read. The keys are short: a read of a

@@ -51,6 +51,12 @@ type Peer struct {
 	// MACs are its own interfaces' addresses (bridge-local entries,
 	// interface list), sorted, so the inventory can find it.
 	MACs []string
+	// Outside is its outside address: the IPv4 address it holds on the
+	// interface of its default route (canonical form), "" when it has
+	// none or it could not be read. It is where location.country comes
+	// from when that is empty (behind carrier-grade NAT it is a shared
+	// address and says no country).
+	Outside string
 }
 
 // ReadHost is one host of a HostRead.

@@ -80,8 +80,11 @@ type stackOpts struct {
 	// to the web interface; notify adds the notification rules and a
 	// dispatcher sending to these destinations.
 	traffic bool
-	dns     bool
-	notify  []notify.Destination
+	// homeFromRouter leaves location.country empty: the home comes from
+	// the router's outside address.
+	homeFromRouter bool
+	dns            bool
+	notify         []notify.Destination
 }
 
 func defaultConfig() ui.Config {
@@ -118,7 +121,11 @@ func newStack(t testing.TB, o stackOpts) *stack {
 		if err != nil {
 			t.Fatalf("country database (make country): %v", err)
 		}
-		if flows, err = traffic.New(traffic.Options{Addresses: inv, Countries: countries, Home: "DE"}); err != nil {
+		topts := traffic.Options{Addresses: inv, Countries: countries, Home: "DE"}
+		if o.homeFromRouter {
+			topts.Home, topts.Outside = "", inv.Outside
+		}
+		if flows, err = traffic.New(topts); err != nil {
 			t.Fatal(err)
 		}
 		projs = append(projs, flows)

@@ -163,9 +163,9 @@ func (s *Server) trafficPage(w http.ResponseWriter, r *http.Request) error {
 		s.log.Error().Err(err).Msg("ui: world map unavailable")
 		v.MapErr = "The world map is not in this build (make worldmap)."
 	case v.O.Home == "":
-		v.MapErr = "Set location.country (your country's ISO code, e.g. DE) to draw lines from home."
+		v.MapErr = "Set location.country (your country's ISO code, e.g. DE) to draw lines from home: no router plugin has read a public outside address to derive it from (behind carrier-grade NAT there is none)."
 	case !v.Map.HasHome:
-		v.MapErr = "location.country " + v.O.Home + " is not a country the map knows."
+		v.MapErr = "The home country " + v.O.Home + " (" + v.O.HomeFrom + ") is not a country the map knows."
 	}
 	s.render(w, r, http.StatusOK, "traffic", v)
 	return nil

@@ -162,3 +162,19 @@ func BenchmarkTrafficPage(b *testing.B) {
 		})
 	}
 }
+
+// With location.country empty the map draws from the country of the
+// router's outside address, and says so.
+func TestTrafficHomeFromRouter(t *testing.T) {
+	s, c := seeded(t, stackOpts{traffic: true, homeFromRouter: true})
+	s.flowWindow(t0.Add(-30*time.Minute),
+		events.TrafficRow{Src: "10.0.0.1", Dst: "8.8.8.8", Proto: 6, Port: 443, Bytes: 40_000_000, Packets: 4, Flows: 2})
+	wantStatus(t, c.get("/traffic"), http.StatusOK, "Set location.country", "no router plugin has read a public outside address")
+	read := events.MustNew(events.KindPluginRead, events.PluginRead{ScanID: "r", Kind: "routerapi", Started: t0.Add(-time.Minute), Finished: t0.Add(-time.Minute),
+		Complete: true, Peer: &events.ReadPeer{Name: "core", Outside: "212.27.48.10"}}, t0.Add(-time.Minute))
+	read.Source = "routerapi:core"
+	s.appendWait(read)
+	w := c.get("/traffic")
+	wantStatus(t, w, http.StatusOK, "Where traffic went from FR", `class="home"`,
+		"Home is the country of the router's outside address 212.27.48.10 (read by routerapi:core)")
+}

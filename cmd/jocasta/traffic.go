@@ -41,7 +41,7 @@ func newTraffic(cfg *config.Config, inv *inventory.Inventory, peerName func(devi
 		}
 		ev.Err(err).Msg("IP → country database unavailable; traffic peers will show no country (build with make to embed it)")
 	}
-	return traffic.New(traffic.Options{Addresses: inv, Countries: c, Home: cfg.Location.Country, PeerName: peerName})
+	return traffic.New(traffic.Options{Addresses: inv, Countries: c, Home: cfg.Location.Country, Outside: inv.Outside, PeerName: peerName})
 }
 
 // trafficAPI is the traffic read model for the API and MCP when a flow

@@ -70,7 +70,7 @@ func sameHost(a, b events.ReadHost) bool {
 }
 
 func samePeer(a, b events.ReadPeer) bool {
-	return a.Name == b.Name && a.Model == b.Model && slices.Equal(a.MACs, b.MACs)
+	return a.Name == b.Name && a.Model == b.Model && slices.Equal(a.MACs, b.MACs) && a.Outside == b.Outside
 }
 
 // PluginReadEvent converts a host read into its plugin.read event: the
@@ -86,7 +86,7 @@ func PluginReadEvent(r *sources.HostRead, kind, source string, prev *ReadBase) (
 		Complete: r.Complete,
 		Errors:   r.Errors,
 		Rows:     r.Rows,
-		Peer:     &events.ReadPeer{Name: r.Peer.Name, Model: r.Peer.Model, MACs: slices.Clone(r.Peer.MACs)},
+		Peer:     &events.ReadPeer{Name: r.Peer.Name, Model: r.Peer.Model, MACs: slices.Clone(r.Peer.MACs), Outside: r.Peer.Outside},
 	}
 	for _, h := range r.Hosts {
 		if h != nil && h.MAC != "" {

@@ -117,3 +117,41 @@ func TestPluginReadDifferences(t *testing.T) {
 		t.Fatalf("second source: %+v", p)
 	}
 }
+
+// The router's outside address travels with its peer: written when it
+// changes (or the read is whole), not with every read.
+func TestPluginReadOutsideAddress(t *testing.T) {
+	log := &failingLog{}
+	s := NewSink(log)
+	inst := sources.Instance{Source: "routerapi:core", Kind: "routerapi"}
+	a := rh("02:00:00:00:00:0a", "192.0.2.10", true, 0)
+	record := func(outside string) events.PluginRead {
+		t.Helper()
+		r := hostRead(true, a)
+		r.Peer.Outside = outside
+		if err := s.Record(context.Background(), sources.Run{Instance: inst, Result: r}); err != nil {
+			t.Fatal(err)
+		}
+		return payload(t, log.got[len(log.got)-1])
+	}
+	for k, c := range []struct {
+		outside string
+		want    *string // the peer's outside in the payload; nil: no peer
+	}{
+		{"198.51.100.7", ptr("198.51.100.7")},
+		{"198.51.100.7", nil},
+		{"203.0.113.9", ptr("203.0.113.9")},
+		{"", ptr("")},
+		{"", nil},
+	} {
+		p := record(c.outside)
+		switch {
+		case c.want == nil && p.Peer != nil:
+			t.Errorf("read %d: peer %+v written, the outside address unchanged", k, *p.Peer)
+		case c.want != nil && (p.Peer == nil || p.Peer.Outside != *c.want):
+			t.Errorf("read %d: peer %+v, want outside %q", k, p.Peer, *c.want)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

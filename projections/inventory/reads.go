@@ -494,3 +494,28 @@ func (i *Inventory) flushReads(tx *bolt.Tx) error {
 	clear(i.readsDirty)
 	return nil
 }
+
+// Outside is the outside address of the router read last (the newest
+// plugin read whose peer gave one), with the source that read it; the
+// zero Addr when no read gave one. The traffic map takes its home
+// country from it when location.country is empty.
+func (i *Inventory) Outside() (netip.Addr, string) {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	var best *hostSet
+	var src string
+	for s, hs := range i.reads {
+		if hs.Peer.Outside == "" || (best != nil && hs.Seq < best.Seq) {
+			continue
+		}
+		best, src = hs, s
+	}
+	if best == nil {
+		return netip.Addr{}, ""
+	}
+	a, err := netip.ParseAddr(best.Peer.Outside)
+	if err != nil {
+		return netip.Addr{}, ""
+	}
+	return a.Unmap(), src
+}

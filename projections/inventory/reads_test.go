@@ -280,3 +280,42 @@ func TestReadScanRow(t *testing.T) {
 		t.Fatalf("%s", js(s))
 	}
 }
+
+func TestReadOutsideAddress(t *testing.T) {
+	h := newHarness(t, Options{})
+	if a, _ := h.inv.Outside(); a.IsValid() {
+		t.Fatalf("outside %v before any read", a)
+	}
+	peer := func(outside string) *events.ReadPeer {
+		p := *corePeer
+		p.Outside = outside
+		return &p
+	}
+	r := whole(t0)
+	r.Peer = peer("198.51.100.7")
+	h.read(r)
+	// A read with its peer unchanged (no peer) keeps the address.
+	base := h.seq
+	h.read(events.PluginRead{ScanID: "r2", Finished: t0.Add(time.Minute), Complete: true, Base: base})
+	if a, src := h.inv.Outside(); a.String() != "198.51.100.7" || src != router {
+		t.Fatalf("outside %v from %q", a, src)
+	}
+	// Another router read later wins; one without an address does not.
+	h.applyEv(h.envelope(events.KindPluginRead, events.PluginRead{ScanID: "o", Kind: "rpcrouter", Finished: t0.Add(2 * time.Minute), Complete: true,
+		Peer: &events.ReadPeer{Name: "ap", Outside: "203.0.113.9"}}, t0.Add(2*time.Minute), "rpcrouter:ap", "rpcrouter:ap", ""))
+	h.applyEv(h.envelope(events.KindPluginRead, events.PluginRead{ScanID: "o", Kind: "rpcrouter", Finished: t0.Add(3 * time.Minute), Complete: true,
+		Peer: &events.ReadPeer{Name: "sw"}}, t0.Add(3*time.Minute), "rpcrouter:sw", "rpcrouter:sw", ""))
+	if a, src := h.inv.Outside(); a.String() != "203.0.113.9" || src != "rpcrouter:ap" {
+		t.Fatalf("outside %v from %q, want the newest read's", a, src)
+	}
+	// It is stored with the read's state: a reload knows it.
+	if a, _ := h.load().Outside(); a.String() != "203.0.113.9" {
+		t.Fatalf("after a reload: %v", a)
+	}
+	// A router that lost its address (its peer written without one).
+	h.applyEv(h.envelope(events.KindPluginRead, events.PluginRead{ScanID: "o", Kind: "rpcrouter", Finished: t0.Add(4 * time.Minute), Complete: true,
+		Peer: &events.ReadPeer{Name: "ap"}}, t0.Add(4*time.Minute), "rpcrouter:ap", "rpcrouter:ap", ""))
+	if a, src := h.inv.Outside(); a.String() != "198.51.100.7" || src != router {
+		t.Fatalf("outside %v from %q after ap lost its address", a, src)
+	}
+}

@@ -34,8 +34,9 @@
 //
 // Countries come from an embedded public-domain IP → country database
 // (data/README.md) or an operator's MaxMind-format file; addresses that
-// are not globally routed have none. Home (location.country) is what the
-// map draws from. Peer names come through Options.PeerName, the hook
+// are not globally routed have none. Home is what the map draws from:
+// location.country, else the country of the router's outside address
+// (Options.Outside: the inventory's, from the router plugins' reads). Peer names come through Options.PeerName, the hook
 // for the DNS plugins' answers.
 //
 // retention.purged with a traffic cutoff deletes the hours before it

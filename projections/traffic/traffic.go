@@ -102,6 +102,11 @@ type Options struct {
 	Countries *Countries
 	// Home is location.country, what the map draws from.
 	Home string
+	// Outside gives the router's outside address (the inventory's
+	// Outside): when Home is empty, its country is the home (the
+	// contract's location.country: "Empty: derived from the router's
+	// outside address"). nil: Home alone.
+	Outside func() (netip.Addr, string)
 	// PeerName names a peer as a DNS answer recorded for the device did
 	// (the DNS plugins' hook); nil: peers have no names.
 	PeerName func(deviceID string, peer netip.Addr, at time.Time) string
@@ -845,11 +850,34 @@ func cutPrefix(s, p string) (string, bool) {
 	return s, false
 }
 
+// Home is the country the map draws from and where it comes from:
+// location.country ("location.country"), else the country of the router's
+// outside address ("outside address <ip> (read by <source>)"), else
+// nothing: no country for an outside address that is not public (behind
+// carrier-grade NAT) or that the database does not place.
+func (p *Projection) Home() (country, from string) {
+	if p.opts.Home != "" {
+		return p.opts.Home, "location.country"
+	}
+	if p.opts.Outside == nil {
+		return "", ""
+	}
+	a, src := p.opts.Outside()
+	if !a.IsValid() {
+		return "", ""
+	}
+	if c := p.opts.Countries.Country(a); c != "" {
+		return c, fmt.Sprintf("outside address %s (read by %s)", a, src)
+	}
+	return "", ""
+}
+
 // Overview totals every device's traffic over the hours starting in
 // [since, until): the top limit devices, countries and peers by bytes.
 // Rows whose local address no device held are not counted.
 func (p *Projection) Overview(ctx context.Context, since, until time.Time, limit int) (Overview, error) {
-	out := Overview{Since: since.UTC(), Until: until.UTC(), Home: p.opts.Home}
+	out := Overview{Since: since.UTC(), Until: until.UTC()}
+	out.Home, out.HomeFrom = p.Home()
 	if limit <= 0 {
 		limit = 10
 	}

@@ -418,3 +418,44 @@ func TestFoldHours(t *testing.T) {
 		t.Fatalf("the next hour: %+v", page.Items)
 	}
 }
+
+// location.country, else the country of the router's outside address.
+func TestHomeFromOutsideAddress(t *testing.T) {
+	countries, err := traffic.LoadCountries("")
+	if errors.Is(err, traffic.ErrNoCountryData) {
+		if testingCI() {
+			t.Fatal("CI: the country database is not embedded (make country)")
+		}
+		t.Skip("no embedded country database (make country)")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := inventorytest.New(t, inventory.Options{})
+	for _, c := range []struct {
+		name, home, outside string
+		want, wantFrom      string
+	}{
+		{"configured", "DE", "8.8.8.8", "DE", "location.country"},
+		{"derived", "", "8.8.8.8", "US", "outside address 8.8.8.8 (read by routerapi:core)"},
+		{"carrier-grade NAT", "", "100.64.12.1", "", ""},
+		{"private", "", "192.168.1.2", "", ""},
+		{"none read", "", "", "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			outside := func() (netip.Addr, string) {
+				if c.outside == "" {
+					return netip.Addr{}, ""
+				}
+				return netip.MustParseAddr(c.outside), "routerapi:core"
+			}
+			p, err := traffic.New(traffic.Options{Addresses: inv.Inv, Countries: countries, Home: c.home, Outside: outside})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, from := p.Home(); got != c.want || from != c.wantFrom {
+				t.Errorf("home %q from %q, want %q from %q", got, from, c.want, c.wantFrom)
+			}
+		})
+	}
+}

@@ -70,9 +70,12 @@ type Filter struct {
 // Overview is GET /api/traffic: the top devices, countries and peers of
 // a range, for the map.
 type Overview struct {
-	Since     time.Time      `json:"since"`
-	Until     time.Time      `json:"until"`
-	Home      string         `json:"home"`
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until"`
+	Home  string    `json:"home"`
+	// HomeFrom says where Home comes from: "location.country", or the
+	// router's outside address it was derived from; "" with no Home.
+	HomeFrom  string         `json:"home_from"`
 	Total     Totals         `json:"total"`
 	Devices   []DeviceTotal  `json:"devices"`
 	Countries []CountryTotal `json:"countries"`
