@@ -11,5 +11,9 @@
 // a package that is not installed (400 "no such command") is skipped; any
 // other failed table makes the read incomplete with its reason, and a
 // refused login or an unreachable router fails the read. Replies are
-// capped at MaxTable. routerapitest is a fake router for tests.
+// capped at MaxTable. Every read (topology_only too) also takes the
+// device's outside address, sources.Peer.Outside, from the active default
+// route of ip/route and the addresses of its interface in ip/address
+// (outside.go); failing to read it leaves it empty and the read as
+// complete as it was. routerapitest is a fake router for tests.
 package routerapi

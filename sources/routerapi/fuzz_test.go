@@ -2,13 +2,15 @@ package routerapi
 
 import (
 	"encoding/json"
+	"net/netip"
 	"testing"
 
 	"github.com/jocasta/jocasta/sources"
 )
 
 // FuzzTables feeds hostile replies to every table's parser: no panic,
-// every host well-formed.
+// every host well-formed, the outside address empty or a canonical IPv4
+// address.
 func FuzzTables(f *testing.F) {
 	for _, seed := range []string{
 		`[{"address":"192.0.2.50","mac-address":"00:00:5E:00:53:11","host-name":"printer","status":"bound","last-seen":"1m9s"}]`,
@@ -16,6 +18,8 @@ func FuzzTables(f *testing.F) {
 		`[{"mac-address":"00:00:5E:00:53:11","on-interface":"ether3","local":"false"},{"mac-address":"x","local":"true"}]`,
 		`[{"interface":"wlan1","mac-address":"00:00:5E:00:53:77","signal-strength":"-62@6Mbps","last-ip":"192.0.2.77"}]`,
 		`[{"last-seen":"99999999999w","signal":"-2147483649"}]`, `{"error":400}`, `[null,1,"x"]`, `[`,
+		`[{"dst-address":"0.0.0.0/0","immediate-gw":"203.0.113.1%ether1","active":"true","address":"203.0.113.7/24","interface":"ether1"}]`,
+		`[{"dst-address":"0.0.0.0/0","gateway":"pppoe-out1","active":true,"address":"198.51.100.7/32","interface":"pppoe-out1","invalid":false}]`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -39,6 +43,15 @@ func FuzzTables(f *testing.F) {
 		var reg []regRow
 		if json.Unmarshal(data, &reg) == nil {
 			r.applyRegistrations(reg, &read, &set)
+		}
+		var routes []routeRow
+		var addrs []addressRow
+		if json.Unmarshal(data, &routes) == nil && json.Unmarshal(data, &addrs) == nil {
+			if o := outsideAddress(defaultInterfaces(routes), addrs); o != "" {
+				if ip, err := netip.ParseAddr(o); err != nil || !ip.Is4() || ip.String() != o {
+					t.Fatalf("outside %q is not a canonical IPv4 address", o)
+				}
+			}
 		}
 		for _, h := range set.Hosts() {
 			if sources.NormalizeMAC(h.MAC) != h.MAC {

@@ -137,6 +137,7 @@ func (r *Reader) Poll(ctx context.Context) (sources.Result, error) {
 	}
 
 	steps := []func() error{
+		func() error { return r.readOutside(ctx, read) },
 		func() error { return r.readInterfaces(ctx, read) },
 	}
 	if !r.cfg.TopologyOnly {

@@ -21,7 +21,8 @@ type R = routerapitest.Row
 
 // lab is a router as the reference describes one: a DHCP server, ARP
 // with a failed and an incomplete entry, IPv6 neighbours, a bridge with
-// its own ports, and the wifi package's registration table.
+// its own ports, the wifi package's registration table, and a default
+// route via ether1.
 func lab() *routerapitest.Fake {
 	f := routerapitest.New("inv", "s3cret")
 	f.Set("ip/dhcp-server/lease", []R{
@@ -51,6 +52,14 @@ func lab() *routerapitest.Fake {
 	})
 	f.Set("interface/wifi/registration-table", []R{
 		{"interface": "wifi1", "ssid": "lab", "mac-address": "00:00:5E:00:53:33", "uptime": "2h4m", "last-activity": "1s", "signal": "-58", "band": "5ghz-ax", "authorized": "true"},
+	})
+	f.Set("ip/route", []R{
+		{"dst-address": "192.0.2.0/24", "gateway": "bridge", "immediate-gw": "bridge", "routing-table": "main", "active": "true", "disabled": "false", "dynamic": "true", "connect": "true"},
+		{"dst-address": "0.0.0.0/0", "gateway": "203.0.113.1", "immediate-gw": "203.0.113.1%ether1", "routing-table": "main", "active": "true", "disabled": "false", "dynamic": "true", "dhcp": "true"},
+	})
+	f.Set("ip/address", []R{
+		{"address": "192.0.2.1/24", "network": "192.0.2.0", "interface": "bridge", "disabled": "false", "invalid": "false"},
+		{"address": "203.0.113.7/24", "network": "203.0.113.0", "interface": "ether1", "disabled": "false", "invalid": "false", "dynamic": "true"},
 	})
 	return f
 }
@@ -124,7 +133,8 @@ func TestReadRouter(t *testing.T) {
 	if !read.Complete || len(read.Errors) != 0 {
 		t.Errorf("complete %v errors %v", read.Complete, read.Errors)
 	}
-	if read.Peer.Name != "core" || read.Peer.Model != "CCR2004" || fmt.Sprint(read.Peer.MACs) != "[00:00:5e:00:53:01 00:00:5e:00:53:02]" {
+	if read.Peer.Name != "core" || read.Peer.Model != "CCR2004" || fmt.Sprint(read.Peer.MACs) != "[00:00:5e:00:53:01 00:00:5e:00:53:02]" ||
+		read.Peer.Outside != "203.0.113.7" {
 		t.Errorf("peer %+v", read.Peer)
 	}
 	if read.Rows != 4+6+3+3+3+1 {
@@ -188,6 +198,10 @@ func TestTopologyOnly(t *testing.T) {
 	want := "00:00:5e:00:53:11 ips=[] seen=true port=ether3\n00:00:5e:00:53:33 ips=[] seen=true port=wifi1 wifi=lab/5ghz-ax/-58"
 	if got := hostLines(res.(*sources.HostRead)); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	// The outside address is read on a switch or access point too.
+	if got := res.(*sources.HostRead).Peer.Outside; got != "203.0.113.7" {
+		t.Errorf("outside %q", got)
 	}
 }
 

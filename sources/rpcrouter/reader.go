@@ -27,6 +27,10 @@ type Reader struct {
 	log *slog.Logger
 	now func() time.Time
 	n   uint64
+	// outsideDenied is when the ACL last refused network.interface dump:
+	// the call is not made again for outsideRetry (each refusal costs a
+	// second login, see client.call).
+	outsideDenied time.Time
 }
 
 // New returns the reader of one instance. cfg has been validated by the
@@ -112,7 +116,10 @@ func (r *Reader) Poll(ctx context.Context) (sources.Result, error) {
 	read.Peer.Name = strings.TrimSpace(b.Hostname)
 	read.Peer.Model = strings.TrimSpace(b.Model)
 
-	steps := []func() error{func() error { return r.readDevices(ctx, read) }}
+	steps := []func() error{
+		func() error { return r.readOutside(ctx, read) },
+		func() error { return r.readDevices(ctx, read) },
+	}
 	if !r.cfg.TopologyOnly {
 		steps = append(steps,
 			func() error { return r.readLeases(ctx, read, &set) },

@@ -21,10 +21,11 @@ import (
 var readmeACL = map[string]bool{
 	"system.board": true, "network.device.status": true, "luci-rpc.getDHCPLeases": true, "luci-rpc.getHostHints": true,
 	"file.read": true, "iwinfo.devices": true, "iwinfo.info": true, "iwinfo.assoclist": true,
+	"network.interface.dump": true,
 }
 
 // lab is an OpenWrt router with an access point radio, as the reference
-// describes one.
+// describes one, and its default route on wan.
 func lab() *rpcroutertest.Fake {
 	f := rpcroutertest.New("netinv", "s3cret")
 	f.ACL = make(map[string]bool)
@@ -58,6 +59,7 @@ func lab() *rpcroutertest.Fake {
 		"192.0.2.62       0x1         0x2         00:00:00:00:00:00     *        br-lan\n" +
 		"192.0.2.1        0x1         0x6         00:00:5e:00:53:99     *        br-lan\n" +
 		"192.0.2.70       0x1         0x2         00:00:5e:00:53:33     *        br-lan\n"
+	f.SetInterfaces(lo, lan, wan, wan6)
 	f.Reply("iwinfo.devices", map[string]any{"devices": []string{"phy0-ap0", "phy1-ap0"}})
 	f.Reply("iwinfo.info:phy0-ap0", map[string]any{"ssid": "lab", "frequency": 2437})
 	f.Reply("iwinfo.info:phy1-ap0", map[string]any{"ssid": "lab5", "frequency": 5180})
@@ -125,7 +127,7 @@ func TestReadRouter(t *testing.T) {
 		t.Errorf("hosts:\n%s\nwant:\n%s", got, wantLab)
 	}
 	if !read.Complete || read.Peer.Name != "gw" || read.Peer.Model != "GL.iNet GL-MT6000" ||
-		fmt.Sprint(read.Peer.MACs) != "[00:00:5e:00:53:a0 00:00:5e:00:53:a1]" {
+		fmt.Sprint(read.Peer.MACs) != "[00:00:5e:00:53:a0 00:00:5e:00:53:a1]" || read.Peer.Outside != "203.0.113.7" {
 		t.Errorf("complete %v peer %+v errors %v", read.Complete, read.Peer, read.Errors)
 	}
 	// Every call is one the README's ACL grants, none writes.
@@ -174,6 +176,10 @@ func TestTopologyOnly(t *testing.T) {
 	}
 	if got, want := hostLines(res.(*sources.HostRead)), "00:00:5e:00:53:33 ips=[] seen=true port=phy1-ap0 wifi=lab5/5GHz/-61"; got != want {
 		t.Errorf("got %s", got)
+	}
+	// The outside address is read on an access point too.
+	if got := res.(*sources.HostRead).Peer.Outside; got != "203.0.113.7" {
+		t.Errorf("outside %q", got)
 	}
 }
 

@@ -1,7 +1,8 @@
 // Package routerapitest is a fake RouterOS v7 REST API, built from
 // ../shared/reference/routerapi.md, for tests of the routerapi source and
 // of the service: tables served as RouterOS serves them (every value a
-// string, no paging, HTTP Basic on every request, the error shape
+// string, no paging, HTTP Basic on every request, only the columns a
+// .proplist asks for (and .id), the error shape
 // {"error":N,"message":...,"detail":...}), menus of packages that are not
 // installed answering 400 "no such command or directory", and faults to
 // inject.
@@ -28,13 +29,18 @@ type Fake struct {
 	// board-name.
 	Identity, Board string
 	// Tables maps a menu ("ip/arp") to its rows. A menu that is not here
-	// is a package not installed (400 no such command).
+	// is a package not installed (400 no such command). The routes and
+	// addresses the outside address is read from are the tables
+	// "ip/route" (dst-address, gateway, immediate-gw, routing-table,
+	// active, disabled) and "ip/address" (address, interface, disabled,
+	// invalid).
 	Tables map[string][]Row
-	// Faults maps a menu to a fault: "401", "500-policy" (group lacks the
-	// api policy), "html" (an HTML error page with 200), "truncated" (JSON
-	// cut short), "numbers" (values as JSON numbers and booleans where
-	// they look like them), "object" (an object where a list belongs),
-	// "slow" (answers after Delay), "garbage" (not JSON at all).
+	// Faults maps a menu to a fault: "401", "403" (refused, as by a
+	// proxy in front), "500-policy" (group lacks the api policy), "html"
+	// (an HTML error page with 200), "truncated" (JSON cut short),
+	// "numbers" (values as JSON numbers and booleans where they look like
+	// them), "object" (an object where a list belongs), "slow" (answers
+	// after Delay), "garbage" (not JSON at all).
 	Faults map[string]string
 	Delay  time.Duration
 	// Requests counts requests by method and path.
@@ -105,17 +111,26 @@ func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	delay := f.Delay
 	var rows []Row
 	var known bool
-	var single any
+	var single Row
 	switch menu {
 	case "system/identity":
-		single, known = map[string]string{"name": f.Identity}, true
+		single, known = Row{"name": f.Identity}, true
 	case "system/resource":
-		single, known = map[string]string{"board-name": f.Board, "version": "7.16.2 (stable)", "uptime": "3d7h1m", "cpu-load": "4"}, true
+		single, known = Row{"board-name": f.Board, "version": "7.16.2 (stable)", "uptime": "3d7h1m", "cpu-load": "4"}, true
 	default:
 		rows, known = f.Tables[menu]
 		rows = append([]Row(nil), rows...)
 	}
 	f.mu.Unlock()
+	if pl := r.URL.Query().Get(".proplist"); pl != "" {
+		keys := append(strings.Split(pl, ","), ".id")
+		for i, row := range rows {
+			rows[i] = project(row, keys)
+		}
+		if single != nil {
+			single = project(single, keys)
+		}
+	}
 
 	if !strings.HasPrefix(r.URL.Path, "/rest/") {
 		http.NotFound(w, r)
@@ -136,6 +151,9 @@ func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		}
+	case "403":
+		writeError(w, http.StatusForbidden, "")
+		return
 	case "500-policy":
 		writeError(w, http.StatusInternalServerError, "std failure: not allowed (9)")
 		return
@@ -204,6 +222,17 @@ func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(out)
+}
+
+// project returns the columns keys of r.
+func project(r Row, keys []string) Row {
+	p := make(Row, len(keys))
+	for _, k := range keys {
+		if v, ok := r[k]; ok {
+			p[k] = v
+		}
+	}
+	return p
 }
 
 func clone(r Row) Row {

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -30,7 +31,8 @@ type Fake struct {
 	Files map[string]string
 	// Replies maps "object.method" (with ":<device>" for iwinfo calls
 	// that take one) to the data object of its result; a call with no
-	// reply is "Object not found" (-32000).
+	// reply is "Object not found" (-32000). SetInterfaces sets the reply
+	// of network.interface dump.
 	Replies map[string]any
 	// Faults maps "object.method" to a fault: "html" (an HTML page),
 	// "truncated", "status6" (permission denied), "nodata" (result [0]),
@@ -66,6 +68,56 @@ func (f *Fake) Fault(call, fault string) {
 		return
 	}
 	f.Faults[call] = fault
+}
+
+// Interface is one logical interface of a network.interface dump.
+type Interface struct {
+	Name string
+	Up   bool
+	// Metric is its route metric.
+	Metric int
+	// Addresses are its IPv4 addresses, "203.0.113.7/24".
+	Addresses []string
+	// Routes are its routes, "0.0.0.0/0 via 203.0.113.1" ("::/0 via
+	// fe80::1" for IPv6).
+	Routes []string
+}
+
+// SetInterfaces sets the reply of network.interface dump, in the shape
+// netifd gives it ([U]: not in the reference notes; see
+// ../outside.go): {"interface":[{"interface":name,"up":..,"metric":..,
+// "ipv4-address":[{"address":..,"mask":..}],"route":[{"target":..,
+// "mask":..,"nexthop":..}]}]}. A call with no reply set answers "Object
+// not found"; refuse it with the ACL or a fault like any other call.
+func (f *Fake) SetInterfaces(ifaces ...Interface) {
+	list := make([]any, 0, len(ifaces))
+	for _, ifc := range ifaces {
+		addrs, routes := []any{}, []any{}
+		for _, a := range ifc.Addresses {
+			addr, mask := splitPrefix(a)
+			addrs = append(addrs, map[string]any{"address": addr, "mask": mask})
+		}
+		for _, r := range ifc.Routes {
+			dst, via, _ := strings.Cut(r, " via ")
+			target, mask := splitPrefix(dst)
+			routes = append(routes, map[string]any{"target": target, "mask": mask, "nexthop": via, "enabled": true})
+		}
+		m := map[string]any{"interface": ifc.Name, "up": ifc.Up, "pending": false, "available": true, "proto": "static", "data": map[string]any{}}
+		if ifc.Up {
+			m["metric"] = ifc.Metric
+			m["ipv4-address"] = addrs
+			m["ipv6-address"] = []any{}
+			m["route"] = routes
+		}
+		list = append(list, m)
+	}
+	f.Reply("network.interface.dump", map[string]any{"interface": list})
+}
+
+func splitPrefix(s string) (string, int) {
+	addr, bits, _ := strings.Cut(s, "/")
+	n, _ := strconv.Atoi(bits)
+	return addr, n
 }
 
 // ExpireSessions ends every session, as rpcd does after 300 s idle.
