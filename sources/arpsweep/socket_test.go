@@ -154,8 +154,21 @@ func TestLabARPSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Had the sweep asked the kernel, it would have left an entry (failed,
+	// incomplete) for every silent address it tried. A lab node that
+	// itself sends to the scanner leaves a stale entry for its own
+	// address (the kernel learns the sender of an ARP request for one of
+	// its addresses), which says nothing about the sweep: those are let
+	// be when the machine is slow enough for a responder to talk first.
+	nodes := map[string]bool{}
+	for _, w := range want {
+		nodes[w.IP] = true
+	}
 	for _, e := range entries {
-		if spec.Prefix.Contains(e.IP) {
+		if !spec.Prefix.Contains(e.IP) {
+			continue
+		}
+		if !nodes[e.IP.String()] || e.State != neighbour.Stale {
 			t.Errorf("neighbour entry %+v: the ARP sweep went through the kernel", e)
 		}
 	}
