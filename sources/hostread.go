@@ -166,3 +166,19 @@ func (h *ReadHost) SetName(src, name string) {
 	}
 	h.Names[src] = name
 }
+
+// OutsideIPv4 returns s, with any prefix length cut off ("203.0.113.7/24"),
+// as a canonical IPv4 address for Peer.Outside; "" when it is not one an
+// interface can hold (unparsable, IPv6, unspecified, loopback, multicast,
+// broadcast).
+func OutsideIPv4(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '/'); i >= 0 {
+		s = s[:i]
+	}
+	ip, err := netip.ParseAddr(s)
+	if err != nil || !ip.Is4() || ip.IsUnspecified() || ip.IsLoopback() || ip.IsMulticast() || ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
+		return ""
+	}
+	return ip.String()
+}

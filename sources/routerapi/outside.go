@@ -104,7 +104,7 @@ func routeInterface(rt routeRow) string {
 	return ""
 }
 
-// outsideAddress is the first usable IPv4 address (see outsideIPv4) of a
+// outsideAddress is the first usable IPv4 address (see sources.OutsideIPv4) of a
 // row that is neither disabled nor invalid on the first of ifaces that
 // has one; "" when none has.
 func outsideAddress(ifaces []string, addrs []addressRow) string {
@@ -113,25 +113,10 @@ func outsideAddress(ifaces []string, addrs []addressRow) string {
 			if a.Disabled.bool() || a.Invalid.bool() || strings.TrimSpace(string(a.Interface)) != name {
 				continue
 			}
-			if ip := outsideIPv4(string(a.Address)); ip != "" {
+			if ip := sources.OutsideIPv4(string(a.Address)); ip != "" {
 				return ip
 			}
 		}
 	}
 	return ""
-}
-
-// outsideIPv4 returns s, with any prefix length cut off, as a canonical
-// IPv4 address; "" when it is not one an interface can hold
-// (unparsable, IPv6, unspecified, loopback, multicast, broadcast).
-func outsideIPv4(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '/'); i >= 0 {
-		s = s[:i]
-	}
-	ip, err := netip.ParseAddr(s)
-	if err != nil || !ip.Is4() || ip.IsUnspecified() || ip.IsLoopback() || ip.IsMulticast() || ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
-		return ""
-	}
-	return ip.String()
 }

@@ -2,7 +2,6 @@ package rpcrouter
 
 import (
 	"context"
-	"net/netip"
 	"strings"
 	"time"
 
@@ -72,7 +71,7 @@ func (r *Reader) readOutside(ctx context.Context, read *sources.HostRead) error 
 }
 
 // outsideAddress is the first IPv4 address (when usable, see
-// outsideIPv4) of the up interface with an IPv4 default route (target
+// sources.OutsideIPv4) of the up interface with an IPv4 default route (target
 // 0.0.0.0, mask 0); of several such, the one of lowest metric, the
 // first listed among equals; "" when there is none.
 func outsideAddress(d interfaceDump) string {
@@ -91,24 +90,9 @@ func outsideAddress(d interfaceDump) string {
 		if !isDefault {
 			continue
 		}
-		if ip := outsideIPv4(ifc.IPv4[0].Address); ip != "" {
+		if ip := sources.OutsideIPv4(ifc.IPv4[0].Address); ip != "" {
 			best, bestMetric = ip, ifc.Metric
 		}
 	}
 	return best
-}
-
-// outsideIPv4 returns s, with any prefix length cut off, as a canonical
-// IPv4 address; "" when it is not one an interface can hold
-// (unparsable, IPv6, unspecified, loopback, multicast, broadcast).
-func outsideIPv4(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '/'); i >= 0 {
-		s = s[:i]
-	}
-	ip, err := netip.ParseAddr(s)
-	if err != nil || !ip.Is4() || ip.IsUnspecified() || ip.IsLoopback() || ip.IsMulticast() || ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
-		return ""
-	}
-	return ip.String()
 }
