@@ -405,7 +405,7 @@ func (h *histState) fingerprint(d *device) uint64 {
 		sub.Reset()
 		sub.WriteString(n.Src)
 		sub.WriteByte(0)
-		sub.WriteString(n.Name)
+		sub.WriteString(n.Val.Name)
 		set += sub.Sum64()
 	}
 	num(int64(set))
@@ -467,7 +467,7 @@ func (d *device) historyDoc() history.Device {
 		Sources:   append([]string{}, d.Sources...),
 	}
 	for _, n := range d.Names {
-		v.Names[n.Src] = n.Name
+		v.Names[n.Src] = n.Val.Name
 	}
 	if d.MAC != "" {
 		m := d.MAC

@@ -101,7 +101,7 @@ func (i *Inventory) recentSources(d *device) []string {
 	cut := d.LastSeen.Add(-i.opts.OnlineWindow)
 	var out []string
 	for _, e := range d.SeenBy {
-		if !e.At.Before(cut) {
+		if !e.Val.Before(cut) {
 			out = append(out, e.Src)
 		}
 	}
@@ -189,7 +189,7 @@ func (i *Inventory) refreshCoverage(d *device) {
 			pick = src
 		}
 	}
-	c := &projections.Coverage{State: CoverageNotCovered, Source: pick, Since: d.SeenBy.get(pick)}
+	c := &projections.Coverage{State: CoverageNotCovered, Source: pick, Since: d.SeenBy.value(pick)}
 	if h := i.health[pick]; h != nil && h.FailingSince != nil {
 		c.Since, c.Reason = *h.FailingSince, h.Reason
 	}

@@ -275,12 +275,12 @@ func (d *device) computeBestName() string {
 // bestName returns the best name and its source ("", "" when none).
 func (d *device) bestName() (name, source string) {
 	for _, n := range d.Names {
-		if n.Name == "" {
+		if n.Val.Name == "" {
 			continue
 		}
 		if name == "" || nameRank(n.Src) < nameRank(source) ||
 			(nameRank(n.Src) == nameRank(source) && n.Src < source) {
-			name, source = n.Name, n.Src
+			name, source = n.Val.Name, n.Src
 		}
 	}
 	return name, source
@@ -324,7 +324,7 @@ func appendSearch(b []byte, d *device) []byte {
 	b = append(b, d.sortKey...)
 	for _, n := range d.Names {
 		b = append(b, '\n')
-		b = append(b, n.Name...)
+		b = append(b, n.Val.Name...)
 	}
 	if d.Label != nil {
 		b = append(b, '\n')
@@ -405,7 +405,7 @@ func (d *device) view() projections.Device {
 	}
 	v.Evidence = make(map[string]projections.Evidence, n)
 	for _, n := range d.Names {
-		v.Names[n.Src] = projections.Name{Name: n.Name, LastConfirmed: n.LastConfirmed}
+		v.Names[n.Src] = projections.Name{Name: n.Val.Name, LastConfirmed: n.Val.LastConfirmed}
 	}
 	if d.MAC != "" {
 		m := d.MAC

@@ -36,9 +36,9 @@ func encodeDeviceRow(d *device, buf []byte) ([]byte, error) {
 			}
 			b = appendJSONString(b, r.Src)
 			b = append(b, `:{"name":`...)
-			b = appendJSONString(b, r.Name)
+			b = appendJSONString(b, r.Val.Name)
 			b = append(b, `,"last_confirmed":`...)
-			b = appendJSONTime(b, r.LastConfirmed)
+			b = appendJSONTime(b, r.Val.LastConfirmed)
 			b = append(b, '}')
 		}
 		b = append(b, '}')
@@ -124,7 +124,7 @@ func encodeDeviceRow(d *device, buf []byte) ([]byte, error) {
 			}
 			b = appendJSONString(b, e.Src)
 			b = append(b, ':')
-			b = appendJSONTime(b, e.At)
+			b = appendJSONTime(b, e.Val)
 		}
 		b = append(b, '}')
 	}
@@ -209,7 +209,7 @@ func (d *device) timesEncodable() bool {
 		return false
 	}
 	for _, n := range d.Names {
-		if !ok(n.LastConfirmed) {
+		if !ok(n.Val.LastConfirmed) {
 			return false
 		}
 	}
@@ -229,7 +229,7 @@ func (d *device) timesEncodable() bool {
 		}
 	}
 	for _, e := range d.SeenBy {
-		if !ok(e.At) {
+		if !ok(e.Val) {
 			return false
 		}
 	}

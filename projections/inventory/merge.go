@@ -237,8 +237,8 @@ func (i *Inventory) unionOf(root *device, members []*device) *device {
 	ports := map[uint16]portRec{}
 	for _, d := range all {
 		for _, n := range d.Names {
-			if cur, ok := u.Names.get(n.Src); !ok || n.LastConfirmed.After(cur.LastConfirmed) {
-				u.Names.set(n.Src, n.nameRec)
+			if cur, ok := u.Names.get(n.Src); !ok || n.Val.LastConfirmed.After(cur.LastConfirmed) {
+				u.Names.set(n.Src, n.Val)
 			}
 		}
 		if d.FirstSeen.Before(u.FirstSeen) {
@@ -296,8 +296,8 @@ func (i *Inventory) unionOf(root *device, members []*device) *device {
 			u.addSource(s)
 		}
 		for _, e := range d.SeenBy {
-			if e.At.After(u.SeenBy.get(e.Src)) {
-				u.SeenBy.set(e.Src, e.At)
+			if e.Val.After(u.SeenBy.value(e.Src)) {
+				u.SeenBy.set(e.Src, e.Val)
 			}
 		}
 		for _, f := range [...]struct{ u, d *evid }{

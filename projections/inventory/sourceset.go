@@ -12,52 +12,65 @@ import (
 // a random-start iteration, so they are slices sorted by source, with
 // the maps' JSON form (an object keyed by source, keys sorted).
 
-// nameEntry is one source's name for a device.
-type nameEntry struct {
+// bySource is one source's value.
+type bySource[V any] struct {
 	Src string
-	nameRec
+	Val V
 }
 
-// nameSet is a device's names by source, sorted by source, one entry a
+// sourceSet is a device's values by source, sorted by source, one a
 // source.
-type nameSet []nameEntry
+type sourceSet[V any] []bySource[V]
 
-func (s nameSet) find(src string) (int, bool) {
-	return slices.BinarySearchFunc(s, src, func(e nameEntry, src string) int { return strings.Compare(e.Src, src) })
+// nameSet is a device's names by source; seenSet each source's last
+// sighting of it.
+type (
+	nameSet = sourceSet[nameRec]
+	seenSet = sourceSet[time.Time]
+)
+
+func (s sourceSet[V]) find(src string) (int, bool) {
+	return slices.BinarySearchFunc(s, src, func(e bySource[V], src string) int { return strings.Compare(e.Src, src) })
 }
 
-// get returns src's name.
-func (s nameSet) get(src string) (nameRec, bool) {
+// get returns src's value.
+func (s sourceSet[V]) get(src string) (V, bool) {
 	if k, ok := s.find(src); ok {
-		return s[k].nameRec, true
+		return s[k].Val, true
 	}
-	return nameRec{}, false
+	var zero V
+	return zero, false
 }
 
-// set makes r src's name.
-func (s *nameSet) set(src string, r nameRec) {
+// value returns src's value, the zero value when it has none.
+func (s sourceSet[V]) value(src string) V {
+	v, _ := s.get(src)
+	return v
+}
+
+// set makes v src's value.
+func (s *sourceSet[V]) set(src string, v V) {
 	k, ok := s.find(src)
 	if ok {
-		(*s)[k].nameRec = r
+		(*s)[k].Val = v
 		return
 	}
-	*s = slices.Insert(*s, k, nameEntry{Src: src, nameRec: r})
+	*s = slices.Insert(*s, k, bySource[V]{Src: src, Val: v})
 }
 
-// MarshalJSON writes the set as the object {"<source>": {"name",
-// "last_confirmed"}}.
-func (s nameSet) MarshalJSON() ([]byte, error) {
-	m := make(map[string]nameRec, len(s))
+// MarshalJSON writes the set as the object {"<source>": value}.
+func (s sourceSet[V]) MarshalJSON() ([]byte, error) {
+	m := make(map[string]V, len(s))
 	for _, e := range s {
-		m[e.Src] = e.nameRec
+		m[e.Src] = e.Val
 	}
 	return json.Marshal(m)
 }
 
 // UnmarshalJSON reads the object MarshalJSON writes (a key given twice:
 // the last one, as for a map).
-func (s *nameSet) UnmarshalJSON(b []byte) error {
-	var m map[string]nameRec
+func (s *sourceSet[V]) UnmarshalJSON(b []byte) error {
+	var m map[string]V
 	if err := json.Unmarshal(b, &m); err != nil {
 		return err
 	}
@@ -65,70 +78,11 @@ func (s *nameSet) UnmarshalJSON(b []byte) error {
 	if len(m) == 0 {
 		return nil
 	}
-	out := make(nameSet, 0, len(m))
-	for src, r := range m {
-		out = append(out, nameEntry{Src: src, nameRec: r})
+	out := make(sourceSet[V], 0, len(m))
+	for src, v := range m {
+		out = append(out, bySource[V]{Src: src, Val: v})
 	}
-	slices.SortFunc(out, func(a, b nameEntry) int { return strings.Compare(a.Src, b.Src) })
-	*s = out
-	return nil
-}
-
-// seenEntry is one source's last sighting of a device.
-type seenEntry struct {
-	Src string
-	At  time.Time
-}
-
-// seenSet is each source's last sighting of a device, sorted by source.
-type seenSet []seenEntry
-
-func (s seenSet) find(src string) (int, bool) {
-	return slices.BinarySearchFunc(s, src, func(e seenEntry, src string) int { return strings.Compare(e.Src, src) })
-}
-
-// get returns src's last sighting (zero when none).
-func (s seenSet) get(src string) time.Time {
-	if k, ok := s.find(src); ok {
-		return s[k].At
-	}
-	return time.Time{}
-}
-
-// set makes at src's last sighting.
-func (s *seenSet) set(src string, at time.Time) {
-	k, ok := s.find(src)
-	if ok {
-		(*s)[k].At = at
-		return
-	}
-	*s = slices.Insert(*s, k, seenEntry{Src: src, At: at})
-}
-
-// MarshalJSON writes the set as the object {"<source>": time}.
-func (s seenSet) MarshalJSON() ([]byte, error) {
-	m := make(map[string]time.Time, len(s))
-	for _, e := range s {
-		m[e.Src] = e.At
-	}
-	return json.Marshal(m)
-}
-
-// UnmarshalJSON reads the object MarshalJSON writes.
-func (s *seenSet) UnmarshalJSON(b []byte) error {
-	var m map[string]time.Time
-	if err := json.Unmarshal(b, &m); err != nil {
-		return err
-	}
-	*s = nil
-	if len(m) == 0 {
-		return nil
-	}
-	out := make(seenSet, 0, len(m))
-	for src, t := range m {
-		out = append(out, seenEntry{Src: src, At: t})
-	}
-	slices.SortFunc(out, func(a, b seenEntry) int { return strings.Compare(a.Src, b.Src) })
+	slices.SortFunc(out, func(a, b bySource[V]) int { return strings.Compare(a.Src, b.Src) })
 	*s = out
 	return nil
 }

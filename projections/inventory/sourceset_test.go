@@ -76,11 +76,11 @@ func TestNameSetSortedAndReplaced(t *testing.T) {
 		t.Fatal("mdns found in a set without it")
 	}
 	var seen seenSet
-	if !seen.get("x").IsZero() {
+	if !seen.value("x").IsZero() {
 		t.Fatal("an empty set has a sighting")
 	}
 	// A duplicated key decodes as a map's: the last one.
-	if err := json.Unmarshal([]byte(`{"dns":{"name":"a"},"dns":{"name":"b"}}`), &s); err != nil || len(s) != 1 || s[0].Name != "b" {
+	if err := json.Unmarshal([]byte(`{"dns":{"name":"a"},"dns":{"name":"b"}}`), &s); err != nil || len(s) != 1 || s[0].Val.Name != "b" {
 		t.Fatalf("duplicate key: %+v, %v", s, err)
 	}
 	if err := json.Unmarshal([]byte(`null`), &s); err != nil || s != nil {

@@ -391,7 +391,7 @@ func (i *Inventory) sighting(em *emitter, t *sweepTouch, ip netip.Addr, ipStr, n
 		d.LastSeen = at
 	}
 	d.Evidence.LastSeen = evid{Source: src, Time: at}
-	if at.After(d.SeenBy.get(src)) {
+	if at.After(d.SeenBy.value(src)) {
 		d.SeenBy.set(src, at)
 	}
 	return nil
