@@ -45,6 +45,14 @@
 // every sweep). A projection that buffers row writes implements [Flusher];
 // Flush runs once per batch, before the checkpoints move.
 //
+// One transaction per batch holds every page it touches until it
+// commits. An event too large for that (a flow window of 100,000s of
+// rows) is a [Chunker]'s: the runner commits the batch before it, lets
+// the projection write the event's rows in transactions of its own
+// (each recording how far it got, so that a crash resumes there), then
+// applies the event with what follows, the checkpoints moving past it as
+// for any other.
+//
 // BenchmarkRebuild1M (1,000,000 events, the inventory) applies about
 // 240,000 events/s on two cores, BenchmarkReplay1M about 190,000 with
 // GOGC=400 as an offline replay runs (see docs/performance.md). Roughly a third of the CPU is reading and

@@ -75,6 +75,21 @@ type SharedPreparer interface {
 	PrepareShared(ev events.Envelope, payload any) (any, error)
 }
 
+// Chunker is implemented by a projection some of whose events are too
+// large to apply in one transaction (a flow window of 100,000s of rows:
+// bbolt keeps every page a transaction touches in memory until it
+// commits). For an event Chunked reports, the runner commits the batch
+// before it, then calls ApplyChunks, which writes the event's rows in
+// transactions of its own and records in each how far it got, so that
+// after a crash it resumes instead of writing rows twice; the runner
+// then applies the event as any other (Apply finishes it and removes
+// that record, and every checkpoint moves past it in that transaction).
+// Readers may see the event's rows in part until then.
+type Chunker interface {
+	Chunked(ev events.Envelope) bool
+	ApplyChunks(db *bolt.DB, ev events.Envelope) error
+}
+
 // BucketVersions is the runner's bucket: projection name → the version
 // (8-byte big-endian) whose rows its buckets hold.
 const BucketVersions = "projection_versions"
@@ -818,6 +833,56 @@ func parallel(n int, work func(part int)) {
 // batch, it snapshots every projection when the newest snapshot is older
 // than SnapshotEvery.
 func (r *Runner) applyBatch(b *batch) error {
+	for from := 0; ; from = 1 {
+		j, chunkers := r.nextChunked(b, from)
+		if j < 0 {
+			return r.applyWhole(b)
+		}
+		if j > 0 {
+			var head *batch
+			head, b = b.split(j)
+			if err := r.applyWhole(head); err != nil {
+				return err
+			}
+		}
+		// b starts with the chunked event; it is applied with what
+		// follows it, up to the next chunked one.
+		for _, c := range chunkers {
+			if err := c.ApplyChunks(r.st.DB(), b.evs[0]); err != nil {
+				err = fmt.Errorf("runner: apply seq %d in parts: %w", b.evs[0].Seq, err)
+				if lerr := r.loadAll(); lerr != nil {
+					err = errors.Join(err, lerr)
+				}
+				return err
+			}
+		}
+	}
+}
+
+// nextChunked returns the index, from from on, of the first event of b
+// that a Chunker behind it wants applied in parts, with those Chunkers;
+// -1 when there is none.
+func (r *Runner) nextChunked(b *batch, from int) (int, []Chunker) {
+	r.mu.Lock()
+	applied := slices.Clone(r.applied)
+	r.mu.Unlock()
+	for j := from; j < len(b.evs); j++ {
+		var out []Chunker
+		for k, p := range r.projs {
+			if c, ok := p.(Chunker); ok && applied[k] < b.evs[j].Seq && c.Chunked(b.evs[j]) {
+				out = append(out, c)
+			}
+		}
+		if len(out) > 0 {
+			return j, out
+		}
+	}
+	return -1, nil
+}
+
+// applyWhole applies b in one transaction with every projection's
+// checkpoint (and a snapshot when one is due after its last event).
+func (r *Runner) applyWhole(b *batch) error {
 	evs := b.evs
 	last := evs[len(evs)-1]
 	snapshot := false

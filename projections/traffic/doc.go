@@ -45,6 +45,17 @@
 // lost the window in between to a crash, and [Projection.Gaps] says so
 // (the service logs it at start).
 //
+// A window of more than about 10,000 rows is written in parts
+// (runner.Chunker): [Projection.ApplyChunks] writes its sides in
+// transactions of about 32,768 each, a local address's group never
+// split, storing in each how far it got (key "\x00progress" of
+// traffic.sources) so that a crash resumes there; Apply then finds the
+// rows written, keeps the listener's state and drops the progress. The
+// rows are the same as written at once (the same groups in the same
+// order); a reader may see a window in part meanwhile. One transaction
+// for a window of 166,667 rows held about 110 MB of heap; in parts it
+// holds a few MB.
+//
 // # Storage
 //
 // traffic.hours: hour (8 bytes, unix seconds) | minute (1) | local (16) |

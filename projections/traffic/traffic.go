@@ -179,6 +179,9 @@ func (p *Projection) Load(tx *bolt.Tx) error {
 	p.sources = map[string]*sourceRec{}
 	if b := tx.Bucket(bSources); b != nil {
 		return b.ForEach(func(k, v []byte) error {
+			if bytes.Equal(k, progressKey) {
+				return nil
+			}
 			r := &sourceRec{}
 			if err := json.Unmarshal(v, r); err != nil {
 				return fmt.Errorf("traffic: load source %q: %w", k, err)
@@ -209,7 +212,7 @@ func (p *Projection) Apply(tx *bolt.Tx, ev events.Envelope) error {
 		if err := p.source(tx, ev.Source, &w); err != nil {
 			return err
 		}
-		return p.rows(tx, ev.Time, payload)
+		return p.finishRows(tx, ev, payload)
 	case events.KindRetentionPurged:
 		var r events.RetentionPurged
 		if err := p.reg.DecodeInto(ev, &r); err != nil {
@@ -288,58 +291,250 @@ type side struct {
 	v   val
 }
 
-// rows adds a window's rows to the hour of at: first every row from its
+// A window's rows are written as sides, each row twice: first from its
 // source's side (direction out), then from its destination's (in). The
-// listener writes rows sorted by source, so the out sides arrive grouped
-// by local address and in key order and are written a group at a time;
-// the in sides are collected and sorted first. Writes go in key order:
-// bbolt splits pages at commit, and puts in random order inside one
-// transaction cost about the square of their number (a window of 100,000
-// rows took 23 s), in order far less.
-func (p *Projection) rows(tx *bolt.Tx, at time.Time, payload []byte) error {
-	hour := at.UTC().Truncate(time.Hour)
-	w := &writer{p: p, bk: tx.Bucket(bHours)}
-	w.cur = w.bk.Cursor()
-	var k [keyLen]byte
-	binary.BigEndian.PutUint64(k[:8], uint64(hour.Unix()))
-	k[offMinute] = byte(at.UTC().Sub(hour) / time.Minute)
-	w.minutes = minutesOf(w.cur, k[:8], k[offMinute])
-	sideOf := func(r *events.TrafficRowAddrs, dir byte) side {
-		local, peer := r.Src, r.Dst
-		if dir == 1 {
-			local, peer = r.Dst, r.Src
-		}
-		putAddr(k[offLocal:offKind], local)
-		k[offKind] = kindPeer
-		putAddr(k[offPeer:offDir], peer)
-		k[offDir], k[offProto] = dir, r.Proto
-		binary.BigEndian.PutUint16(k[offPort:], r.Port)
-		return side{key: k, v: val{r.Bytes, r.Packets, r.Flows}}
-	}
-	// Out sides, a local address at a time, when the rows are sorted by
-	// source (the listener's order); else collected and sorted like the in
-	// sides.
-	sorted, prev, n := true, netip.Addr{}, 0
-	err := events.EachTrafficRow(payload, func(r *events.TrafficRowAddrs) error {
-		if sorted && r.Src.Unmap().Less(prev) {
-			sorted = false
-		}
-		prev = r.Src.Unmap()
-		n++
-		return nil
-	})
+// sides of one direction are written a group at a time, a group being one
+// local address's sides, in key order: bbolt splits pages at commit, and
+// puts in random order inside one transaction cost about the square of
+// their number (a window of 100,000 rows took 23 s), in order far less.
+// The listener writes rows sorted by source, so the out sides arrive
+// grouped by local address and in key order and are streamed from the
+// payload; the in sides (and the out sides of a payload not so sorted)
+// are collected and sorted first.
+//
+// A large window is written in parts (ApplyChunks, runner.Chunker): a
+// walk can stop after a budget of sides, at a position (direction,
+// groups done), and go on from there in a later transaction. The groups
+// are the same and come in the same order either way, so the rows are
+// too.
+
+// Windows larger than chunkBytes of payload (about 10,000 rows) are
+// written in parts of at least chunkSides sides (a part's transaction
+// then holds a few MB, whatever the window's size). Variables for tests.
+var (
+	chunkBytes = 256 << 10
+	chunkSides = 32768
+)
+
+// progressKey is where, in BucketSources, a window being written in parts
+// records how far it got (a progress). No source name starts with 0.
+var progressKey = []byte("\x00progress")
+
+// progress is a window written in parts: its seq and how far its rows
+// are written.
+type progress struct {
+	Seq uint64  `json:"seq"`
+	Pos walkPos `json:"pos"`
+}
+
+// Chunked implements runner.Chunker: a large traffic.recorded.
+func (p *Projection) Chunked(ev events.Envelope) bool {
+	return ev.Kind == events.KindTrafficRecorded && len(ev.Payload) > chunkBytes
+}
+
+// ApplyChunks implements runner.Chunker: it writes the rows of a large
+// window in transactions of chunkSides sides each, recording its
+// progress in each, from where an earlier run left it. Apply then
+// writes the rest (nothing) and the listener's state.
+func (p *Projection) ApplyChunks(db *bolt.DB, ev events.Envelope) error {
+	payload, err := p.reg.Upcast(ev)
 	if err != nil {
 		return fmt.Errorf("traffic: %w", err)
 	}
-	w.sides = make([]side, 0, n)
-	if !sorted {
-		return p.collected(w, payload, sideOf, 0, 1)
+	var pr progress
+	if err := db.View(func(tx *bolt.Tx) error { pr, err = readProgress(tx, ev.Seq); return err }); err != nil {
+		return err
 	}
-	var group []side
-	err = events.EachTrafficRow(payload, func(r *events.TrafficRowAddrs) error {
-		s := sideOf(r, 0)
-		if len(group) > 0 && [16]byte(group[0].key[offLocal:offKind]) != [16]byte(s.key[offLocal:offKind]) {
+	rw, err := p.newWalk(ev.Time, payload)
+	if err != nil {
+		return err
+	}
+	for pos := pr.Pos; pos.Dir < 2; {
+		var next walkPos
+		err := db.Update(func(tx *bolt.Tx) error {
+			n, _, err := rw.write(tx, pos, chunkSides)
+			if err != nil {
+				return err
+			}
+			if err := chunkHook(n); err != nil {
+				return err
+			}
+			next = n
+			return putProgress(tx, progress{Seq: ev.Seq, Pos: n})
+		})
+		if err != nil {
+			return fmt.Errorf("traffic: seq %d: write rows from %+v: %w", ev.Seq, pos, err)
+		}
+		pos = next
+	}
+	return nil
+}
+
+// chunkHook runs in each part's transaction before its progress is
+// stored; tests make it fail.
+var chunkHook = func(walkPos) error { return nil }
+
+// readProgress returns the progress of seq's window, the start when
+// none is recorded for it.
+func readProgress(tx *bolt.Tx, seq uint64) (progress, error) {
+	b := tx.Bucket(bSources)
+	if b == nil {
+		return progress{Seq: seq}, nil
+	}
+	v := b.Get(progressKey)
+	if v == nil {
+		return progress{Seq: seq}, nil
+	}
+	var pr progress
+	if err := json.Unmarshal(v, &pr); err != nil {
+		return progress{}, fmt.Errorf("traffic: progress of a window in parts: %w", err)
+	}
+	if pr.Seq != seq {
+		return progress{Seq: seq}, nil // another window's (never finished): not this one's
+	}
+	return pr, nil
+}
+
+func putProgress(tx *bolt.Tx, pr progress) error {
+	v, err := json.Marshal(pr)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bSources).Put(progressKey, v)
+}
+
+// finishRows writes a window's rows, or what ApplyChunks left of them,
+// and forgets its progress.
+func (p *Projection) finishRows(tx *bolt.Tx, ev events.Envelope, payload []byte) error {
+	pr, err := readProgress(tx, ev.Seq)
+	if err != nil {
+		return err
+	}
+	if pr.Pos.Dir < 2 {
+		rw, err := p.newWalk(ev.Time, payload)
+		if err != nil {
+			return err
+		}
+		if _, _, err := rw.write(tx, pr.Pos, 0); err != nil {
+			return err
+		}
+	}
+	if tx.Bucket(bSources).Get(progressKey) != nil {
+		return tx.Bucket(bSources).Delete(progressKey)
+	}
+	return nil
+}
+
+// walkPos is how far a window's sides are written: the groups of
+// direction Dir done, every group of the directions before it.
+type walkPos struct {
+	Dir   byte `json:"dir"`
+	Group int  `json:"group"`
+}
+
+// rowWalk writes one window's sides.
+type rowWalk struct {
+	p       *Projection
+	payload []byte
+	hour    time.Time
+	base    [keyLen]byte // hour and minute set
+	sorted  bool         // the rows are sorted by source
+	n       int          // rows
+	// collected holds a direction's sides, sorted, once needed; kept
+	// from one part of the walk to the next.
+	collected [2][]side
+	dir       byte // the direction collected holds (when set)
+}
+
+func (p *Projection) newWalk(at time.Time, payload []byte) (*rowWalk, error) {
+	rw := &rowWalk{p: p, payload: payload, hour: at.UTC().Truncate(time.Hour), sorted: true}
+	binary.BigEndian.PutUint64(rw.base[:8], uint64(rw.hour.Unix()))
+	rw.base[offMinute] = byte(at.UTC().Sub(rw.hour) / time.Minute)
+	var prev netip.Addr
+	err := events.EachTrafficRow(payload, func(r *events.TrafficRowAddrs) error {
+		if rw.sorted && r.Src.Unmap().Less(prev) {
+			rw.sorted = false
+		}
+		prev = r.Src.Unmap()
+		rw.n++
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("traffic: %w", err)
+	}
+	return rw, nil
+}
+
+// sideOf is the side of r seen from direction dir's local end.
+func (rw *rowWalk) sideOf(r *events.TrafficRowAddrs, dir byte) side {
+	k := rw.base
+	local, peer := r.Src, r.Dst
+	if dir == 1 {
+		local, peer = r.Dst, r.Src
+	}
+	putAddr(k[offLocal:offKind], local)
+	k[offKind] = kindPeer
+	putAddr(k[offPeer:offDir], peer)
+	k[offDir], k[offProto] = dir, r.Proto
+	binary.BigEndian.PutUint16(k[offPort:], r.Port)
+	return side{key: k, v: val{r.Bytes, r.Packets, r.Flows}}
+}
+
+// write writes the groups from pos on into tx, stopping once at least
+// budget sides are written (budget ≤ 0: all). It returns where it
+// stopped and whether the window is done.
+func (rw *rowWalk) write(tx *bolt.Tx, pos walkPos, budget int) (walkPos, bool, error) {
+	w := &writer{p: rw.p, bk: tx.Bucket(bHours)}
+	w.cur = w.bk.Cursor()
+	w.minutes = minutesOf(w.cur, rw.base[:8], rw.base[offMinute])
+	written := 0
+	for dir := pos.Dir; dir < 2; dir++ {
+		from := 0
+		if dir == pos.Dir {
+			from = pos.Group
+		}
+		stop := errors.New("budget spent")
+		g := 0
+		each := func(group []side) error {
+			if g++; g <= from {
+				return nil
+			}
 			if err := w.group(group); err != nil {
+				return err
+			}
+			written += len(group)
+			if budget > 0 && written >= budget {
+				return stop
+			}
+			return nil
+		}
+		var err error
+		if dir == 0 && rw.sorted {
+			err = rw.streamed(each)
+		} else {
+			err = rw.sortedGroups(dir, each)
+		}
+		switch {
+		case errors.Is(err, stop):
+			if last := dir == 1 && g == rw.groups(dir); last {
+				return walkPos{Dir: 2}, true, nil
+			}
+			return walkPos{Dir: dir, Group: g}, false, nil
+		case err != nil:
+			return pos, false, fmt.Errorf("traffic: %w", err)
+		}
+	}
+	return walkPos{Dir: 2}, true, nil
+}
+
+// streamed calls each with the out sides of every local address, in the
+// payload's order (sorted by source).
+func (rw *rowWalk) streamed(each func([]side) error) error {
+	var group []side
+	err := events.EachTrafficRow(rw.payload, func(r *events.TrafficRowAddrs) error {
+		s := rw.sideOf(r, 0)
+		if len(group) > 0 && [16]byte(group[0].key[offLocal:offKind]) != [16]byte(s.key[offLocal:offKind]) {
+			if err := each(group); err != nil {
 				return err
 			}
 			group = group[:0]
@@ -348,46 +543,62 @@ func (p *Projection) rows(tx *bolt.Tx, at time.Time, payload []byte) error {
 		return nil
 	})
 	if err == nil && len(group) > 0 {
-		err = w.group(group)
+		err = each(group)
 	}
-	if err != nil {
-		return fmt.Errorf("traffic: %w", err)
-	}
-	return p.collected(w, payload, sideOf, 1)
+	return err
 }
 
-// collected writes the sides of directions dirs of every row: collected,
-// sorted, then a group per local address.
-func (p *Projection) collected(w *writer, payload []byte, sideOf func(*events.TrafficRowAddrs, byte) side, dirs ...byte) error {
-	for _, dir := range dirs {
-		if err := p.collectedDir(w, payload, sideOf, dir); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (p *Projection) collectedDir(w *writer, payload []byte, sideOf func(*events.TrafficRowAddrs, byte) side, dir byte) error {
-	in := w.sides[:0]
-	err := events.EachTrafficRow(payload, func(r *events.TrafficRowAddrs) error {
-		in = append(in, sideOf(r, dir))
-		return nil
-	})
+// sortedGroups calls each with the sides of direction dir collected,
+// sorted, a local address at a time.
+func (rw *rowWalk) sortedGroups(dir byte, each func([]side) error) error {
+	in, err := rw.collect(dir)
 	if err != nil {
-		return fmt.Errorf("traffic: %w", err)
+		return err
 	}
-	slices.SortFunc(in, func(a, b side) int { return bytes.Compare(a.key[:], b.key[:]) })
 	for lo := 0; lo < len(in); {
 		hi := lo + 1
 		for hi < len(in) && [16]byte(in[hi].key[offLocal:offKind]) == [16]byte(in[lo].key[offLocal:offKind]) {
 			hi++
 		}
-		if err := w.group(in[lo:hi]); err != nil {
-			return fmt.Errorf("traffic: %w", err)
+		if err := each(in[lo:hi]); err != nil {
+			return err
 		}
 		lo = hi
 	}
 	return nil
+}
+
+// collect returns direction dir's sides sorted by key, collected once.
+func (rw *rowWalk) collect(dir byte) ([]side, error) {
+	if rw.collected[dir] != nil {
+		return rw.collected[dir], nil
+	}
+	if dir == 1 {
+		rw.collected[0] = nil // done with: a window's worth of memory
+	}
+	in := make([]side, 0, rw.n)
+	err := events.EachTrafficRow(rw.payload, func(r *events.TrafficRowAddrs) error {
+		in = append(in, rw.sideOf(r, dir))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(in, func(a, b side) int { return bytes.Compare(a.key[:], b.key[:]) })
+	rw.collected[dir] = in
+	return in, nil
+}
+
+// groups counts direction dir's groups (local addresses).
+func (rw *rowWalk) groups(dir byte) int {
+	n := 0
+	count := func([]side) error { n++; return nil }
+	if dir == 0 && rw.sorted {
+		_ = rw.streamed(count)
+	} else {
+		_ = rw.sortedGroups(dir, count)
+	}
+	return n
 }
 
 // writer writes groups of sides into the hours bucket. Keys and values
@@ -402,8 +613,6 @@ type writer struct {
 	cur *bolt.Cursor
 	// minutes of the hour that hold rows, the window's own among them.
 	minutes []byte
-	// sides holds one direction's sides when they must be sorted first.
-	sides []side
 
 	// scratch, reused from group to group
 	kept  [][16]byte

@@ -1,0 +1,196 @@
+package traffic
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/jocasta/jocasta/events"
+)
+
+// chunkWindows are two windows of one hour: 40 local addresses with 130
+// peers each (past TopPeers, so rows fold by country), the second adding
+// to the first's rows; sorted by source as the listener writes them, or
+// not.
+func chunkWindows(sorted bool) []events.Envelope {
+	at := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	var evs []events.Envelope
+	for w := range 2 {
+		var rows []events.TrafficRow
+		for d := range 40 {
+			for p := range 130 {
+				if (p+w)%3 == 0 && w == 1 {
+					continue // the second window: some peers again, some new
+				}
+				local := netip.AddrFrom4([4]byte{10, 0, byte(d / 250), byte(d%250 + 1)})
+				peer := netip.AddrFrom4([4]byte{byte(8 + p%3), byte(w), byte(p), 8})
+				r := events.TrafficRow{Src: local.String(), Dst: peer.String(), Proto: 6, Port: 443, Bytes: uint64(100 + p*d + w), Packets: 2, Flows: 1}
+				if p%4 == 0 {
+					r.Src, r.Dst = r.Dst, r.Src // some in, some out
+				}
+				rows = append(rows, r)
+			}
+		}
+		slices.SortFunc(rows, func(a, b events.TrafficRow) int {
+			c := netip.MustParseAddr(a.Src).Compare(netip.MustParseAddr(b.Src))
+			if !sorted {
+				c = -c
+			}
+			if c != 0 {
+				return c
+			}
+			return netip.MustParseAddr(a.Dst).Compare(netip.MustParseAddr(b.Dst))
+		})
+		end := at.Add(time.Duration(w*20+5) * time.Minute)
+		e := events.MustNew(events.KindTrafficRecorded, events.TrafficRecorded{ScanID: "w", Started: end.Add(-time.Minute), Finished: end, Complete: true, Rows: rows}, end)
+		e.Seq, e.Source = uint64(w+1), "flowlistener:gw"
+		evs = append(evs, e)
+	}
+	return evs
+}
+
+// chunkDB is a fresh database with the projection's buckets.
+func chunkDB(t *testing.T) (*Projection, *bolt.DB) {
+	t.Helper()
+	p, err := New(Options{Addresses: noAddresses{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "t.db"), 0o600, &bolt.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range p.Buckets() {
+			if _, err := tx.CreateBucketIfNotExists([]byte(b)); err != nil {
+				return err
+			}
+		}
+		return p.Load(tx)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, db
+}
+
+// dumpBuckets lists every key and value of the projection's buckets.
+func dumpBuckets(t *testing.T, db *bolt.DB) []string {
+	t.Helper()
+	var out []string
+	err := db.View(func(tx *bolt.Tx) error {
+		for _, name := range []string{BucketHours, BucketSources} {
+			err := tx.Bucket([]byte(name)).ForEach(func(k, v []byte) error {
+				out = append(out, fmt.Sprintf("%s %x %x", name, k, v))
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func setChunks(t *testing.T, bytes, sides int) {
+	oldB, oldS := chunkBytes, chunkSides
+	chunkBytes, chunkSides = bytes, sides
+	t.Cleanup(func() { chunkBytes, chunkSides, chunkHook = oldB, oldS, func(walkPos) error { return nil } })
+}
+
+// A window written in parts (as the runner does with a Chunker) leaves
+// exactly the rows it leaves written in one transaction, sorted by
+// source or not, and after a failure between parts resumes without
+// writing a row twice.
+func TestWindowInPartsEqualsWhole(t *testing.T) {
+	for _, sorted := range []bool{true, false} {
+		t.Run(fmt.Sprintf("sorted=%v", sorted), func(t *testing.T) {
+			evs := chunkWindows(sorted)
+			whole, wdb := chunkDB(t)
+			for _, e := range evs {
+				if err := wdb.Update(func(tx *bolt.Tx) error { return whole.Apply(tx, e) }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := dumpBuckets(t, wdb)
+			if len(want) < 40*100 {
+				t.Fatalf("only %d rows: the windows do not exercise anything", len(want))
+			}
+
+			setChunks(t, 0, 500)
+			parts := 0
+			failAt := 3
+			chunkHook = func(walkPos) error {
+				if parts++; parts == failAt {
+					return errors.New("injected failure")
+				}
+				return nil
+			}
+			p, db := chunkDB(t)
+			for _, e := range evs {
+				if !p.Chunked(e) {
+					t.Fatal("not chunked at chunkBytes 0")
+				}
+				err := p.ApplyChunks(db, e)
+				if e.Seq == 1 {
+					// The third part failed: two are written, and the
+					// progress says so.
+					if err == nil {
+						t.Fatal("the injected failure was lost")
+					}
+					var pr progress
+					_ = db.View(func(tx *bolt.Tx) error { pr, err = readProgress(tx, 1); return err })
+					if pr.Pos == (walkPos{}) {
+						t.Fatalf("no progress recorded after two parts: %+v", pr)
+					}
+					if err := p.ApplyChunks(db, e); err != nil { // resumed
+						t.Fatal(err)
+					}
+				} else if err != nil {
+					t.Fatal(err)
+				}
+				if err := db.Update(func(tx *bolt.Tx) error { return p.Apply(tx, e) }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if parts < 10 {
+				t.Fatalf("%d parts: the windows were not written in parts", parts)
+			}
+			got := dumpBuckets(t, db)
+			if !slices.Equal(got, want) {
+				for i := range min(len(got), len(want)) {
+					if got[i] != want[i] {
+						t.Fatalf("%d rows in parts, %d whole; first difference at %d:\n%s\n%s", len(got), len(want), i, got[i], want[i])
+					}
+				}
+				t.Fatalf("%d rows in parts, %d whole", len(got), len(want))
+			}
+			if err := db.View(func(tx *bolt.Tx) error {
+				if tx.Bucket(bSources).Get(progressKey) != nil {
+					return errors.New("the progress outlived its window")
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			// A reload does not take the progress key for a listener.
+			for src := range p.sources {
+				if bytes.HasPrefix([]byte(src), progressKey[:1]) {
+					t.Fatalf("source %q", src)
+				}
+			}
+		})
+	}
+}
