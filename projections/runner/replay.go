@@ -186,7 +186,7 @@ func copyAndApply(ctx context.Context, src, dst *store.Store, until time.Time, p
 		if b.err != nil {
 			return b.err
 		}
-		if err := r.applyBatch(b); err != nil {
+		if err := r.applyBatch(ctx, b); err != nil {
 			return err
 		}
 	}

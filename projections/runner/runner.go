@@ -84,10 +84,12 @@ type SharedPreparer interface {
 // after a crash it resumes instead of writing rows twice; the runner
 // then applies the event as any other (Apply finishes it and removes
 // that record, and every checkpoint moves past it in that transaction).
-// Readers may see the event's rows in part until then.
+// Readers may see the event's rows in part until then. ApplyChunks
+// stops between two of its transactions when ctx ends (the rest is
+// written after the next start).
 type Chunker interface {
 	Chunked(ev events.Envelope) bool
-	ApplyChunks(db *bolt.DB, ev events.Envelope) error
+	ApplyChunks(ctx context.Context, db *bolt.DB, ev events.Envelope) error
 }
 
 // BucketVersions is the runner's bucket: projection name → the version
@@ -599,7 +601,7 @@ func (r *Runner) catchUpTo(ctx context.Context, limit uint64) error {
 		if b.err != nil {
 			return b.err
 		}
-		if err := r.applyBatch(b); err != nil {
+		if err := r.applyBatch(ctx, b); err != nil {
 			return err
 		}
 	}
@@ -832,7 +834,7 @@ func parallel(n int, work func(part int)) {
 // commits or none of it does. After a retention.purged that ends the
 // batch, it snapshots every projection when the newest snapshot is older
 // than SnapshotEvery.
-func (r *Runner) applyBatch(b *batch) error {
+func (r *Runner) applyBatch(ctx context.Context, b *batch) error {
 	for from := 0; ; from = 1 {
 		j, chunkers := r.nextChunked(b, from)
 		if j < 0 {
@@ -848,7 +850,7 @@ func (r *Runner) applyBatch(b *batch) error {
 		// b starts with the chunked event; it is applied with what
 		// follows it, up to the next chunked one.
 		for _, c := range chunkers {
-			if err := c.ApplyChunks(r.st.DB(), b.evs[0]); err != nil {
+			if err := c.ApplyChunks(ctx, r.st.DB(), b.evs[0]); err != nil {
 				err = fmt.Errorf("runner: apply seq %d in parts: %w", b.evs[0].Seq, err)
 				if lerr := r.loadAll(); lerr != nil {
 					err = errors.Join(err, lerr)

@@ -1,6 +1,7 @@
 package traffic_test
 
 import (
+	"context"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -90,7 +91,7 @@ func BenchmarkApplyWindows(b *testing.B) {
 			// As the runner applies it (runner.Chunker): a large window's
 			// rows in parts first, then the event.
 			if p.Chunked(e) {
-				if err := p.ApplyChunks(db, e); err != nil {
+				if err := p.ApplyChunks(context.Background(), db, e); err != nil {
 					b.Fatal(err)
 				}
 			}

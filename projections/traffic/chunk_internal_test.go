@@ -2,6 +2,7 @@ package traffic
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -143,7 +144,7 @@ func TestWindowInPartsEqualsWhole(t *testing.T) {
 				if !p.Chunked(e) {
 					t.Fatal("not chunked at chunkBytes 0")
 				}
-				err := p.ApplyChunks(db, e)
+				err := p.ApplyChunks(context.Background(), db, e)
 				if e.Seq == 1 {
 					// The third part failed: two are written, and the
 					// progress says so.
@@ -155,7 +156,7 @@ func TestWindowInPartsEqualsWhole(t *testing.T) {
 					if pr.Pos == (walkPos{}) {
 						t.Fatalf("no progress recorded after two parts: %+v", pr)
 					}
-					if err := p.ApplyChunks(db, e); err != nil { // resumed
+					if err := p.ApplyChunks(context.Background(), db, e); err != nil { // resumed
 						t.Fatal(err)
 					}
 				} else if err != nil {
@@ -192,5 +193,44 @@ func TestWindowInPartsEqualsWhole(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A shutdown during a window in parts stops between two parts; the next
+// start writes the rest.
+func TestWindowInPartsStopsOnShutdown(t *testing.T) {
+	evs := chunkWindows(true)
+	whole, wdb := chunkDB(t)
+	for _, e := range evs {
+		if err := wdb.Update(func(tx *bolt.Tx) error { return whole.Apply(tx, e) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setChunks(t, 0, 500)
+	ctx, cancel := context.WithCancel(context.Background())
+	parts := 0
+	chunkHook = func(walkPos) error {
+		if parts++; parts == 2 {
+			cancel() // SIGTERM while the second part is written
+		}
+		return nil
+	}
+	p, db := chunkDB(t)
+	if err := p.ApplyChunks(ctx, db, evs[0]); !errors.Is(err, context.Canceled) {
+		t.Fatalf("ApplyChunks after the shutdown: %v", err)
+	}
+	if parts != 2 {
+		t.Fatalf("%d parts written after the shutdown began, want 2 (the one under way)", parts)
+	}
+	for _, e := range evs {
+		if err := p.ApplyChunks(context.Background(), db, e); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Update(func(tx *bolt.Tx) error { return p.Apply(tx, e) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := dumpBuckets(t, db), dumpBuckets(t, wdb); !slices.Equal(got, want) {
+		t.Fatalf("%d rows after a stop and a resume, %d written at once", len(got), len(want))
 	}
 }

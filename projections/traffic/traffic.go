@@ -334,9 +334,10 @@ func (p *Projection) Chunked(ev events.Envelope) bool {
 
 // ApplyChunks implements runner.Chunker: it writes the rows of a large
 // window in transactions of chunkSides sides each, recording its
-// progress in each, from where an earlier run left it. Apply then
-// writes the rest (nothing) and the listener's state.
-func (p *Projection) ApplyChunks(db *bolt.DB, ev events.Envelope) error {
+// progress in each, from where an earlier run left it; it stops
+// between two parts when ctx ends. Apply then writes the rest (nothing)
+// and the listener's state.
+func (p *Projection) ApplyChunks(ctx context.Context, db *bolt.DB, ev events.Envelope) error {
 	payload, err := p.reg.Upcast(ev)
 	if err != nil {
 		return fmt.Errorf("traffic: %w", err)
@@ -350,6 +351,9 @@ func (p *Projection) ApplyChunks(db *bolt.DB, ev events.Envelope) error {
 		return err
 	}
 	for pos := pr.Pos; pos.Dir < 2; {
+		if err := ctx.Err(); err != nil {
+			return err // the rest after the next start
+		}
 		var next walkPos
 		err := db.Update(func(tx *bolt.Tx) error {
 			n, _, err := rw.write(tx, pos, chunkSides)
