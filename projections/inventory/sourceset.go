@@ -29,8 +29,15 @@ type (
 	seenSet = sourceSet[time.Time]
 )
 
+// find returns where src is, or where it goes. A set has one to a few
+// entries: a scan costs less than a binary search's comparisons.
 func (s sourceSet[V]) find(src string) (int, bool) {
-	return slices.BinarySearchFunc(s, src, func(e bySource[V], src string) int { return strings.Compare(e.Src, src) })
+	for k := range s {
+		if s[k].Src >= src {
+			return k, s[k].Src == src
+		}
+	}
+	return len(s), false
 }
 
 // get returns src's value.
