@@ -852,6 +852,9 @@ func (r *Runner) applyBatch(ctx context.Context, b *batch) error {
 		for _, c := range chunkers {
 			if err := c.ApplyChunks(ctx, r.st.DB(), b.evs[0]); err != nil {
 				err = fmt.Errorf("runner: apply seq %d in parts: %w", b.evs[0].Seq, err)
+				if ctx.Err() != nil {
+					return err // shutting down: the parts went as far as they say
+				}
 				if lerr := r.loadAll(); lerr != nil {
 					err = errors.Join(err, lerr)
 				}
