@@ -447,7 +447,6 @@ type rowWalk struct {
 	// collected holds a direction's sides, sorted, once needed; kept
 	// from one part of the walk to the next.
 	collected [2][]side
-	dir       byte // the direction collected holds (when set)
 }
 
 func (p *Projection) newWalk(at time.Time, payload []byte) (*rowWalk, error) {
