@@ -488,7 +488,7 @@ func (s *sender) round(ctx context.Context) (time.Duration, bool, error) {
 			}
 			return max(time.Millisecond, nextDue.Sub(now)), false, nil
 		}
-		if s.dest.Channel() != ChannelWebhook && s.burst(now, len(batch)) {
+		if s.dest.Channel() != ChannelWebhook && (s.burst(now, len(batch)) || retriedDigest(batch)) {
 			// Gather the burst for DigestWait after its oldest change.
 			if wait := batch[0].r.Queued.Add(s.d.o.DigestWait).Sub(now); wait > 0 && len(batch) < maxDigest {
 				return wait, true, nil
@@ -634,16 +634,55 @@ func (s *sender) digest(ctx context.Context, batch []due) error {
 	if ctx.Err() != nil {
 		return nil
 	}
+	// One message, one outcome: the records are retried together (one
+	// backoff, not one drawn for each, which would spread the burst out
+	// into single messages) and the failure is logged once.
+	var next *time.Time
 	for i := range batch {
-		batch[i].r.Digest = true
-		s.settle(&batch[i].r, res, now)
-		s.recent = append(s.recent, batch[i].r.Queued)
+		r := &batch[i].r
+		r.Digest = true
+		s.settleQuiet(r, res, now)
+		if r.NextAttempt != nil {
+			if next == nil {
+				next = r.NextAttempt
+			}
+			r.NextAttempt = next
+		}
+		s.recent = append(s.recent, r.Queued)
+	}
+	if !res.ok() {
+		s.d.o.Log.Warn("notifications: delivery failed", "destination", s.dest.Name, "channel", s.dest.Channel(),
+			"id", m.entry.ID, "changes", len(batch), "status", res.status, "err", res.err)
 	}
 	return s.store(batch)
 }
 
-// settle records an attempt on r and moves its state.
+// retriedDigest reports whether batch holds more than one change that
+// went out in a digest before: a digest that failed is retried as one.
+func retriedDigest(batch []due) bool {
+	n := 0
+	for i := range batch {
+		if batch[i].r.Digest && len(batch[i].r.Attempts) > 0 {
+			if n++; n > 1 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// settle records an attempt on r and moves its state, and logs a
+// failure.
 func (s *sender) settle(r *Record, res result, now time.Time) {
+	s.settleQuiet(r, res, now)
+	if !res.ok() {
+		s.d.o.Log.Warn("notifications: delivery failed", "destination", s.dest.Name, "channel", s.dest.Channel(),
+			"id", r.ID, "status", res.status, "err", res.err, "state", r.State, "attempts", len(r.Attempts))
+	}
+}
+
+// settleQuiet is settle without the log line.
+func (s *sender) settleQuiet(r *Record, res result, now time.Time) {
 	o := s.d.o
 	t := now.UTC()
 	r.Attempts = append(r.Attempts, Attempt{Time: t, Status: res.status, LatencyMS: ms(res.latency), Error: res.err})
@@ -688,8 +727,6 @@ func (s *sender) settle(r *Record, res result, now time.Time) {
 		next := t.Add(wait)
 		r.NextAttempt = &next
 	}
-	o.Log.Warn("notifications: delivery failed", "destination", s.dest.Name, "channel", s.dest.Channel(),
-		"id", r.ID, "status", res.status, "err", res.err, "state", r.State, "attempts", len(r.Attempts))
 }
 
 // store writes the records' new states and trims the ledger.

@@ -504,6 +504,34 @@ func TestDigestForPushBurst(t *testing.T) {
 	}
 }
 
+// A digest that fails is retried as one digest: its changes came due at
+// times jittered one by one and went out as single messages (a burst of
+// 62 to a receiver that was down arrived as 62 messages once it was up).
+func TestDigestRetriedAsOne(t *testing.T) {
+	db, f := openDB(t), newFeed()
+	rcv := newReceiver(t)
+	rcv.fail = []int{503, 503, 503}
+	dest := notify.Destination{Name: "phone", Enabled: true, Timeout: time.Second, Push: &push.Config{URL: rcv.URL + "/alerts"}}
+	start(t, db, f, rules{"phone": allKinds}, dest)
+	time.Sleep(30 * time.Millisecond)
+	ids := make([]string, 62)
+	for i := range ids {
+		ids[i] = fmt.Sprint("n", i)
+	}
+	f.add(projections.ChangeDiscovered, ids...)
+	rcv.wait(t, 1)
+	time.Sleep(300 * time.Millisecond) // room for stray single messages
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	if len(rcv.body) != 1 || !strings.HasPrefix(string(rcv.body[0]), "62 changes") {
+		var first []string
+		for _, b := range rcv.body[:min(3, len(rcv.body))] {
+			first = append(first, string(b))
+		}
+		t.Fatalf("%d messages after three failed attempts, want one digest of 62; first: %q", len(rcv.body), first)
+	}
+}
+
 // TestDigestGathersWithoutRereading: while a push destination gathers a
 // burst into a digest, the changes that keep arriving one by one join it
 // when its wait ends, instead of each waking the sender to read and
