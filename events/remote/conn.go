@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -54,6 +56,12 @@ func (o ClientOptions) natsOptions(log zerolog.Logger) ([]nats.Option, error) {
 		nats.ReconnectHandler(func(c *nats.Conn) {
 			log.Info().Str("server", c.ConnectedUrlRedacted()).Msg("NATS link up again")
 		}),
+		// A refused user or password is retried like a link down (the
+		// client's default gives up for good after the same refusal
+		// twice, and the sensor then queued forever without a word): the
+		// operator fixes the password on one side and the link comes up.
+		nats.IgnoreAuthErrorAbort(),
+		nats.ReconnectErrHandler(connectErrLogger(log)),
 	}
 	if o.CredentialsFile != "" {
 		if _, err := os.Stat(o.CredentialsFile); err != nil {
@@ -90,6 +98,32 @@ func (o ClientOptions) natsOptions(log zerolog.Logger) ([]nats.Option, error) {
 		opts = append(opts, nats.Secure(cfg))
 	}
 	return opts, nil
+}
+
+// connectErrLogger logs failed connection attempts: a new reason at
+// once, the same one again at most every minute (attempts come every
+// second or so). A refused login says what to check.
+func connectErrLogger(log zerolog.Logger) func(*nats.Conn, error) {
+	var mu sync.Mutex
+	var last string
+	var at time.Time
+	return func(_ *nats.Conn, err error) {
+		if err == nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if err.Error() == last && time.Since(at) < time.Minute {
+			return
+		}
+		last, at = err.Error(), time.Now()
+		ev := log.Warn().Str("reason", err.Error())
+		if errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) || strings.Contains(strings.ToLower(err.Error()), "authorization") {
+			ev.Msg("NATS refused the login: check the user and password (or credentials file) on both sides; retrying")
+			return
+		}
+		ev.Msg("NATS connection attempt failed; retrying")
+	}
 }
 
 // Connect connects to the server of o. With RetryOnFailedConnect it

@@ -350,3 +350,42 @@ func sensorJS(t *testing.T, url, user, password, wrong string) jetstream.JetStre
 	}
 	return js
 }
+
+// A sensor whose password the server refuses keeps trying: once the
+// password is fixed on the server's side (here: the server started again
+// with it), the link comes up. The NATS client gives up for good after
+// the same refusal twice unless told otherwise.
+func TestRefusedLoginKeepsRetrying(t *testing.T) {
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	start := func(listen, password string) *Embedded {
+		t.Helper()
+		srv, err := StartEmbedded(EmbeddedOptions{Listen: listen, StoreDir: filepath.Join(t.TempDir(), "nats"), Log: log,
+			Sensors: map[string]string{"site-a": password}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return srv
+	}
+	srv := start("127.0.0.1:0", "old")
+	addr := srv.Addr().String()
+	nc, err := Connect(ClientOptions{URL: "nats://" + addr, User: "site-a", Password: "new", Name: "test"}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	time.Sleep(3500 * time.Millisecond) // several refusals
+	if nc.IsConnected() {
+		t.Fatal("connected with a refused password")
+	}
+	srv.Shutdown()
+	srv = start(addr, "new")
+	defer srv.Shutdown()
+	for deadline := time.Now().Add(10 * time.Second); !nc.IsConnected(); time.Sleep(50 * time.Millisecond) {
+		if nc.IsClosed() {
+			t.Fatal("the client gave up after the refusals")
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("not connected 10 s after the password was fixed")
+		}
+	}
+}
