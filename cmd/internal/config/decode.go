@@ -145,6 +145,18 @@ func pos(n ast.Node) (int, int) {
 	return tk.Position.Line, tk.Position.Column
 }
 
+// yamlHint adds what to change to the parser's messages that do not say
+// it, and writes a tab as \t.
+func yamlHint(msg string) string {
+	switch {
+	case strings.Contains(msg, "'\t'"):
+		return strings.ReplaceAll(msg, "'\t'", `'\t' (a tab)`) + "; indent with spaces, not tabs"
+	case strings.Contains(msg, "already defined"):
+		return msg + "; a key may appear once in a mapping: keep one of them"
+	}
+	return msg
+}
+
 // decodeFile parses src and decodes it into c. Problems are recorded.
 func (l *loader) decodeFile(src []byte, c *Config) {
 	src = bytes.TrimPrefix(src, []byte("\uFEFF")) // a byte order mark some editors write
@@ -154,7 +166,7 @@ func (l *loader) decodeFile(src []byte, c *Config) {
 		var ye yaml.Error
 		if errors.As(err, &ye) && ye.GetToken() != nil && ye.GetToken().Position != nil {
 			p := ye.GetToken().Position
-			l.problemAt(p.Line, p.Column, "", "not valid YAML: "+ye.GetMessage())
+			l.problemAt(p.Line, p.Column, "", "not valid YAML: "+yamlHint(ye.GetMessage()))
 		} else {
 			l.problemAt(0, 0, "", "not valid YAML: "+err.Error())
 		}
@@ -267,7 +279,9 @@ func (l *loader) resolve(n ast.Node, path string) (node ast.Node, forceString bo
 		case *ast.AliasNode:
 			target := l.aliasTarget[x]
 			if target == nil {
-				l.problemNode(x, path, fmt.Sprintf("alias *%s names no anchor defined before it; define &%s first", tokenValue(x.Value), tokenValue(x.Value)))
+				// The name is not shown: a value that starts with * (a
+				// password, say) reads as an alias.
+				l.problemNode(x, path, "a value that starts with * is an alias, and no anchor (&name) of its name is defined before it; quote the value if it is text (the value is not shown)")
 				return nil, false, release, false
 			}
 			if l.active[target] {
@@ -284,7 +298,7 @@ func (l *loader) resolve(n ast.Node, path string) (node ast.Node, forceString bo
 				forceString = true
 			case "!!int", "!!bool", "!!float", "!!null", "!!map", "!!seq":
 			default:
-				l.problemNode(x, path, fmt.Sprintf("YAML tag %s is not supported; remove it", tag))
+				l.problemNode(x, path, "a value that starts with ! is a YAML tag, and only !!str, !!int, !!bool, !!float, !!null, !!map and !!seq are supported; quote the value if it is text (the value is not shown)")
 				return nil, false, release, false
 			}
 			n = x.Value

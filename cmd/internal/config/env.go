@@ -110,6 +110,13 @@ func (l *loader) envInto(f *field, v reflect.Value, path string, segs []string, 
 		}
 		l.origins[cpath] = origin{env: name}
 		delete(l.bad, cpath)
+		// The variable replaces what the file gave, its items included:
+		// a problem with an item is the variable's, not the file line's.
+		for p := range l.origins {
+			if strings.HasPrefix(p, cpath+"[") || strings.HasPrefix(p, cpath+".") {
+				delete(l.origins, p)
+			}
+		}
 		if child.kind == kindPrefixes || child.kind == kindAddrs || child.kind == kindStrings {
 			l.envList(child, fv, cpath, name, value)
 			return

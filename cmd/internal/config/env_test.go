@@ -248,4 +248,10 @@ func TestEnvFileProblemPosition(t *testing.T) {
 	if p := findProblem(t, ps, "plugins.routerapi.core.host"); p.Line != 3 || p.Env != "" {
 		t.Errorf("%s", p)
 	}
+	// A list the variable replaces: its item's problem is the variable's,
+	// not the line of the file's own item.
+	ps = problems(t, "networks: [10.0.0.0/24]\n", "SVC_NETWORKS=10.0.0.1/24")
+	if p := findProblem(t, ps, "networks[0]"); p.Env != "SVC_NETWORKS" || p.Line != 0 {
+		t.Errorf("%s", p)
+	}
 }

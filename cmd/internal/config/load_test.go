@@ -39,6 +39,7 @@ func TestBounds(t *testing.T) {
 		{"country db missing", "location:\n  country_db: /nonexistent/country.mmdb\n", "location.country_db", 2, 15, "cannot read /nonexistent/country.mmdb"},
 		{"base url with a path", "server:\n  base_url: https://jocasta.lan/inventory\n", "server.base_url", 2, 13, "scheme and host only"},
 		{"base url without a scheme", "server:\n  base_url: jocasta.lan\n", "server.base_url", 2, 13, "scheme and host only"},
+		{"base url with a password", "server:\n  base_url: http://u:S3CRET@jocasta.lan\n", "server.base_url", 2, 13, "the value is not shown"},
 		{"origin path", "server:\n  cors:\n    allowed_origins: [\"https://a.example/x\"]\n", "server.cors.allowed_origins[0]", 3, 23, "remove everything after the host"},
 		{"origin star", "server:\n  cors:\n    allowed_origins: [\"*\"]\n", "server.cors.allowed_origins[0]", 3, 23, "list each origin"},
 		{"origin scheme", "server:\n  cors:\n    allowed_origins: [ftp://a]\n", "server.cors.allowed_origins[0]", 3, 23, "scheme http or https"},
@@ -98,6 +99,9 @@ func TestBounds(t *testing.T) {
 			}
 			if !strings.Contains(p.Msg, tt.msg) {
 				t.Errorf("message %q, want it to contain %q", p.Msg, tt.msg)
+			}
+			if strings.Contains(render(ps), "S3CRET") {
+				t.Errorf("a secret in the message: %s", render(ps))
 			}
 			if len(ps) != 1 {
 				t.Errorf("want exactly one problem, got:\n%s", render(ps))
@@ -419,7 +423,7 @@ server:
 	})
 	t.Run("undefined alias", func(t *testing.T) {
 		p := findProblem(t, problems(t, "server:\n  host: *nope\n"), "server.host")
-		if p.Line != 2 || !strings.Contains(p.Msg, "define &nope first") {
+		if p.Line != 2 || !strings.Contains(p.Msg, "quote the value if it is text") || strings.Contains(p.Msg, "nope") {
 			t.Errorf("%s", p)
 		}
 	})
@@ -437,13 +441,13 @@ server:
 	})
 	t.Run("tab", func(t *testing.T) {
 		ps := problems(t, "server:\n\tport: 1\n")
-		if ps[0].Line != 2 {
+		if ps[0].Line != 2 || !strings.Contains(ps[0].Msg, "indent with spaces") || strings.Contains(ps[0].Msg, "\t") {
 			t.Errorf("%s", render(ps))
 		}
 	})
 	t.Run("duplicate key", func(t *testing.T) {
 		ps := problems(t, "server:\n  port: 1\n  port: 2\n")
-		if ps[0].Line != 3 || !strings.Contains(ps[0].Msg, "already defined") {
+		if ps[0].Line != 3 || !strings.Contains(ps[0].Msg, "already defined") || !strings.Contains(ps[0].Msg, "keep one") {
 			t.Errorf("%s", render(ps))
 		}
 	})
@@ -465,6 +469,13 @@ server:
 			t.Errorf("!!str: %q", c.Plugins.RouterAPI["r"].Password)
 		}
 		findProblem(t, problems(t, "db:\n  name: !custom x\n"), "db.name")
+		// A password that starts with ! or * is not echoed in the error.
+		for _, pw := range []string{"!Hunter2", "*Hunter2!"} {
+			ps := problems(t, "plugins:\n  routerapi:\n    r:\n      enabled: true\n      host: 192.0.2.1\n      password: "+pw+"\n")
+			if r := render(ps); strings.Contains(r, "Hunter2") || !strings.Contains(r, "quote the value") {
+				t.Errorf("password %s: %s", pw, r)
+			}
+		}
 	})
 	t.Run("byte order mark and CRLF", func(t *testing.T) {
 		c := mustLoad(t, "\uFEFFserver:\r\n  port: 9000\r\n")

@@ -116,7 +116,11 @@ func (l *loader) validateServer(s *Server) {
 		u, err := url.Parse(s.BaseURL)
 		ok := err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil &&
 			(u.Path == "" || u.Path == "/") && u.RawQuery == "" && u.Fragment == ""
-		if l.check("server.base_url", ok, fmt.Sprintf("%q is not a base URL: write scheme and host only, such as https://jocasta.lan", s.BaseURL)) {
+		msg := fmt.Sprintf("%q is not a base URL: write scheme and host only, such as https://jocasta.lan", s.BaseURL)
+		if err != nil || u.User != nil {
+			msg = "not a base URL: write scheme and host only, such as https://jocasta.lan, with no user or password (the value is not shown: it may hold one)"
+		}
+		if l.check("server.base_url", ok, msg) {
 			s.BaseURL = strings.TrimSuffix(s.BaseURL, "/")
 		}
 	}
