@@ -101,6 +101,9 @@ func cmdInit(e *env, args []string) error {
 	if errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("init: %s already exists; remove it or pass --force to overwrite it", output)
 	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("init: the directory of --output %s does not exist; create it first or choose another path", output)
+	}
 	if err != nil {
 		return fmt.Errorf("init: %w", err)
 	}

@@ -94,6 +94,8 @@ func parseRule(s string) (events.NotifyRule, error) {
 		}
 	case hasVal:
 		return events.NotifyRule{}, usagef("rule %q: only group=NAME and network=CIDR take a value", s)
+	case name != events.ScopeAll && name != events.ScopeWatched && name != events.ScopeGroup && name != events.ScopeNetwork:
+		return events.NotifyRule{}, usagef("rule %q: the scope after @ is all, watched, group=NAME or network=CIDR", s)
 	}
 	return r, nil
 }

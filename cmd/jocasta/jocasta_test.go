@@ -47,6 +47,9 @@ func TestUsageAndExitCodes(t *testing.T) {
 		{"bad mode", []string{"token", "create", "--name", "x", "--mode", "admin", "--expires", "30d"}, exitUsage, `--mode "admin": want read or read_write`},
 		{"bad expiry", []string{"token", "create", "--name", "x", "--mode", "read", "--expires", "7d"}, exitUsage, `--expires "7d": want never, 30d, 90d or 1y`},
 		{"command usage only", []string{"user", "add"}, exitUsage, "user add NAME [--password-stdin]"},
+		{"a notify scope misspelt", []string{"notify", "set", "phone", "device.online@group:lab"}, exitUsage, "all, watched, group=NAME or network=CIDR"},
+		{"init into a missing directory", []string{"init", "--output", "/nonexistent/dir/j.yaml"}, exitUser, "does not exist; create it first"},
+		{"list-sources with an argument", []string{"list-sources", "x"}, exitUsage, "takes no arguments"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -59,8 +62,11 @@ func TestUsageAndExitCodes(t *testing.T) {
 	if code, out, _ := cli(t, "", "help"); code != 0 || !strings.Contains(out, "token create") {
 		t.Fatalf("help: %d %q", code, out)
 	}
+	if code, _, stderr := cli(t, "", "token", "--help"); code != 0 {
+		t.Fatalf("token --help: exit %d %q", code, stderr)
+	}
 	// A command's help and usage errors show its own lines, not every command.
-	for _, args := range [][]string{{"token", "create", "--help"}, {"token"}} {
+	for _, args := range [][]string{{"token", "create", "--help"}, {"token"}, {"token", "--help"}} {
 		code, out, stderr := cli(t, "", args...)
 		text := out + stderr
 		if !strings.Contains(text, "token create --name N") || !strings.Contains(text, "token revoke ID") || strings.Contains(text, "user add") {

@@ -57,9 +57,11 @@ commands:
   token list [--json] | token revoke ID
   user add NAME [--password-stdin] | user passwd NAME [--password-stdin]
   user list [--json] | user remove NAME
-  log verify [--json] | log tail [--from SEQ] | log export [--since T] [--until T]
+  log verify [--json] | log tail [--from SEQ] [--include-secrets]
+  log export [--since T] [--until T] [--include-secrets]
   log stats [--json]                     events and bytes per kind and day, snapshots, buckets
-  notify list [--json] | notify set NAME KINDS@SCOPE... | notify test NAME
+  notify list [--json] | notify test NAME
+  notify set NAME KINDS@SCOPE... | notify set NAME --none   (SCOPE: all, watched, group=NAME, network=CIDR)
   notify ledger NAME [--state S] [--limit N] [--json] | notify redeliver NAME ID|--all NAME
   replay [--until T] [--output FILE]     rebuild every projection into a fresh database
   whatif --online-window D --address-grace D [--since T] [--until T] [--json]   the history replayed under other rules
@@ -162,6 +164,10 @@ func dispatch(e *env, args []string) error {
 func sub(e *env, name string, args []string, cmds map[string]func(*env, []string) error) error {
 	if len(args) == 0 {
 		return usagef("%s needs a subcommand", name)
+	}
+	switch args[0] {
+	case "help", "-h", "--help", "-help":
+		return errHelp // the usage of the group's commands
 	}
 	f, ok := cmds[args[0]]
 	if !ok {

@@ -138,8 +138,16 @@ func knownAddresses(ctx context.Context, inv *inventory.Inventory) ([]sources.Kn
 // (sources/builtin): name, poller or listener, whether this build runs
 // it, and what it reads.
 func cmdListSources(e *env, args []string) error {
-	if len(args) > 0 {
-		return usagef("list-sources takes no arguments")
+	// --config is accepted as by every command, and not needed: the kinds
+	// are this build's, whatever the configuration.
+	var cfgPath string
+	fs := newFlags("list-sources", &cfgPath)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs("list-sources", pos, 0, ""); err != nil {
+		return err
 	}
 	for _, k := range builtin.Kinds() {
 		shape, state := "poller", "runs"
