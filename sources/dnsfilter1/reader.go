@@ -222,6 +222,9 @@ func (r *Reader) logout(ctx context.Context, sid string) {
 	defer cancel()
 	status, _, err := r.do(lctx, http.MethodDelete, "/auth", sid, nil)
 	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		// Not the read's timeout setting: the logout's own bound.
+		r.opts.Log.Warn("dnsfilter1: logout got no answer within "+logoutTimeout.String()+": the session holds a seat until it expires")
 	case err != nil:
 		r.opts.Log.Warn("dnsfilter1: logout failed: the session holds a seat until it expires", "err", err.Error())
 	case status != http.StatusNoContent && status != http.StatusOK && status != http.StatusNotFound:
