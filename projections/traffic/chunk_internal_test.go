@@ -57,7 +57,8 @@ func chunkWindows(sorted bool) []events.Envelope {
 	return evs
 }
 
-// chunkDB is a fresh database with the projection's buckets.
+// chunkDB is a fresh database with the buckets of a projection that
+// knows no device.
 func chunkDB(t *testing.T) (*Projection, *bolt.DB) {
 	t.Helper()
 	p, err := New(Options{Addresses: noAddresses{}})

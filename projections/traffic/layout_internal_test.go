@@ -2,7 +2,6 @@ package traffic
 
 import (
 	"encoding/binary"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -22,25 +21,7 @@ func (noAddresses) DeviceHoldings(string) ([]inventory.Holding, error) { return 
 // appeared; later windows add to it there, and new rows go to their
 // window's minute.
 func TestMinuteLayout(t *testing.T) {
-	p, err := New(Options{Addresses: noAddresses{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "t.db"), 0o600, &bolt.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	if err := db.Update(func(tx *bolt.Tx) error {
-		for _, b := range p.Buckets() {
-			if _, err := tx.CreateBucket([]byte(b)); err != nil {
-				return err
-			}
-		}
-		return p.Load(tx)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	p, db := chunkDB(t)
 	hour := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	old := events.TrafficRow{Src: "10.0.0.5", Dst: "1.1.1.1", Proto: 17, Port: 53, Bytes: 100, Packets: 1, Flows: 1}
 	fresh := events.TrafficRow{Src: "10.0.0.5", Dst: "9.9.9.9", Proto: 17, Port: 53, Bytes: 7, Packets: 1, Flows: 1}

@@ -202,7 +202,10 @@ func TestTraffic(t *testing.T) {
 	}
 }
 
-func TestCountries(t *testing.T) {
+// embeddedCountries is the embedded country database; the test is
+// skipped without it, outside CI.
+func embeddedCountries(t *testing.T) *traffic.Countries {
+	t.Helper()
 	c, err := traffic.LoadCountries("")
 	if errors.Is(err, traffic.ErrNoCountryData) {
 		if testingCI() {
@@ -213,6 +216,11 @@ func TestCountries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+func TestCountries(t *testing.T) {
+	c := embeddedCountries(t)
 	for _, tc := range []struct{ ip, want string }{
 		{"8.8.8.8", "US"}, {"10.0.0.1", ""}, {"100.64.0.1", ""}, {"fd00::1", ""}, {"::ffff:8.8.8.8", "US"},
 	} {
@@ -421,16 +429,7 @@ func TestFoldHours(t *testing.T) {
 
 // location.country, else the country of the router's outside address.
 func TestHomeFromOutsideAddress(t *testing.T) {
-	countries, err := traffic.LoadCountries("")
-	if errors.Is(err, traffic.ErrNoCountryData) {
-		if testingCI() {
-			t.Fatal("CI: the country database is not embedded (make country)")
-		}
-		t.Skip("no embedded country database (make country)")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	countries := embeddedCountries(t)
 	inv := inventorytest.New(t, inventory.Options{})
 	for _, c := range []struct {
 		name, home, outside string
