@@ -55,10 +55,10 @@ func (s *Server) changesPage(w http.ResponseWriter, r *http.Request) error {
 		}
 		f.Kinds = append(f.Kinds, k)
 	}
-	if f.Since, err = q.time("since"); err != nil {
+	if f.Since, err = q.time("since", s.cfg.Location, false); err != nil {
 		return err
 	}
-	if f.Until, err = q.time("until"); err != nil {
+	if f.Until, err = q.time("until", s.cfg.Location, true); err != nil {
 		return err
 	}
 	if f.Limit, err = q.limit(100); err != nil {
@@ -109,10 +109,10 @@ func (s *Server) scansPage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	f := projections.ScanFilter{Source: q.str("source"), Cursor: q.str("cursor")}
-	if f.Since, err = q.time("since"); err != nil {
+	if f.Since, err = q.time("since", s.cfg.Location, false); err != nil {
 		return err
 	}
-	if f.Until, err = q.time("until"); err != nil {
+	if f.Until, err = q.time("until", s.cfg.Location, true); err != nil {
 		return err
 	}
 	if f.Limit, err = q.limit(50); err != nil {
@@ -348,7 +348,14 @@ func (s *Server) userPassword(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) userRemove(w http.ResponseWriter, r *http.Request) error {
 	return s.userCommand(w, r, "removed", func(actor string) error {
-		return s.cmd.RemoveUser(r.Context(), "ui", actor, r.PathValue("name"))
+		name := r.PathValue("name")
+		// The last account removed here would lock everyone out: no
+		// setup link is offered while serve runs (only at a start with
+		// no account). The command line can still remove it.
+		if us := s.acc.Users(); len(us) == 1 && us[0].Name == name {
+			return &commandRefused{Msg: name + " is the only account: add another one first, or nobody can sign in again (jocasta user remove " + name + " still removes it from the command line)."}
+		}
+		return s.cmd.RemoveUser(r.Context(), "ui", actor, name)
 	})
 }
 

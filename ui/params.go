@@ -63,15 +63,25 @@ func (q query) limit(def int) (int, error) {
 	return n, nil
 }
 
-func (q query) time(k string) (*time.Time, error) {
+// time reads k: an RFC 3339 time, or a date or date and minute in loc
+// (the zone the pages show times in). With endOfDay, as for an until, a
+// bare date means the end of that day, so that the day is included.
+func (q query) time(k string, loc *time.Location, endOfDay bool) (*time.Time, error) {
 	s := q.str(k)
 	if s == "" {
 		return nil, nil
 	}
-	for _, layout := range []string{time.RFC3339, "2006-01-02T15:04", "2006-01-02"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return &t, nil
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return &t, nil
+	}
+	if t, err := time.ParseInLocation("2006-01-02T15:04", s, loc); err == nil {
+		return &t, nil
+	}
+	if t, err := time.ParseInLocation("2006-01-02", s, loc); err == nil {
+		if endOfDay {
+			t = t.AddDate(0, 0, 1) // the day itself included
 		}
+		return &t, nil
 	}
 	return nil, errBadRequest("The query parameter " + strconv.Quote(k) + " must be a date (2006-01-02) or an RFC 3339 time.")
 }

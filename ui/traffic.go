@@ -72,11 +72,11 @@ func (s *Server) spanOf(q query, path string) (span, error) {
 	case custom && v.Range != "":
 		return v, errBadRequest("Give either a range or since and until, not both.")
 	case custom:
-		since, err := q.time("since")
+		since, err := q.time("since", s.cfg.Location, false)
 		if err != nil {
 			return v, err
 		}
-		until, err := q.time("until")
+		until, err := q.time("until", s.cfg.Location, true)
 		if err != nil {
 			return v, err
 		}
@@ -111,7 +111,9 @@ func (s *Server) spanOf(q query, path string) (span, error) {
 		v.Ranges = append(v.Ranges, rangeOption{Key: rg.Key, Label: rg.Label, URL: path + "?range=" + url.QueryEscape(rg.Key), Current: rg.Key == v.Range})
 	}
 	v.SinceForm = v.Since.In(s.cfg.Location).Format("2006-01-02")
-	v.UntilForm = v.Until.In(s.cfg.Location).Format("2006-01-02")
+	// The last day the range includes (a date as until is the end of that
+	// day), so the form sends back the same range.
+	v.UntilForm = v.Until.Add(-time.Nanosecond).In(s.cfg.Location).Format("2006-01-02")
 	return v, nil
 }
 

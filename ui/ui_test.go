@@ -47,6 +47,9 @@ func TestEveryPageRenders(t *testing.T) {
 		{"/changes", []string{"device.discovered", "Change log"}},
 		{"/changes?kind=device.discovered&kind=device.online", []string{"device.discovered"}},
 		{"/scans", []string{"sweep:lab", "10.0.0.0/24", "complete"}},
+		// A day as since and until is that whole day.
+		{"/changes?since=2026-03-10&until=2026-03-10", []string{"device.discovered"}},
+		{"/scans?since=2026-03-10&until=2026-03-10", []string{"sweep:lab"}},
 		{"/groups", []string{"No group yet"}},
 		{"/stats", []string{"By presence", "By network", "10.0.0.0/24"}},
 		{"/tokens", []string{"Create a token", "No token"}},
@@ -465,6 +468,16 @@ func TestUsers(t *testing.T) {
 		t.Fatalf("bob's session survived his removal: %d", w.Code)
 	}
 	wantStatus(t, c.get("/users?done=removed"), http.StatusOK, "removed")
+	// The last account cannot remove itself here: nobody could sign in
+	// again, and no setup link is offered while serve runs.
+	if us := s.acc.Users(); len(us) != 1 {
+		t.Fatalf("%d accounts left, want one", len(us))
+	}
+	last := s.acc.Users()[0].Name
+	wantStatus(t, c.post("/users/"+last+"/remove", nil), http.StatusBadRequest, "is the only account: add another one first")
+	if len(s.acc.Users()) != 1 {
+		t.Fatal("the last account was removed")
+	}
 }
 
 func TestSetupLink(t *testing.T) {
