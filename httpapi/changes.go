@@ -8,15 +8,7 @@ import (
 )
 
 // changeKinds are the kind values the change log knows.
-var changeKinds = []string{
-	projections.ChangeDiscovered, projections.ChangeAddressAdded, projections.ChangeAddressRetired,
-	projections.ChangeMACChanged, projections.ChangeNameChanged, projections.ChangeOnline,
-	projections.ChangeOffline, projections.ChangeQuiet, projections.ChangePortOpened,
-	projections.ChangePortClosed, projections.ChangeEdited, projections.ChangeWatchStarted,
-	projections.ChangeWatchStopped, projections.ChangeAttached, projections.ChangeDeleted,
-	projections.ChangeSourceFailing, projections.ChangeSourceRecovered,
-	projections.ChangeMerged, projections.ChangeUnmerged, // merge.go
-}
+var changeKinds = projections.ChangeKinds()
 
 var (
 	eventParams       = map[string]bool{"device": false, "kind": true, "since": false, "until": false, "limit": false, "cursor": false}

@@ -69,7 +69,7 @@ func historyError(err error, what string) error {
 }
 
 // atParam reads a required RFC 3339 instant.
-func atParam(q *query, name string) time.Time {
+func atParam(q *query, name string, now time.Time) time.Time {
 	t := q.time(name)
 	if t == nil {
 		if _, given := q.vals[name]; !given {
@@ -77,8 +77,16 @@ func atParam(q *query, name string) time.Time {
 		}
 		return time.Time{}
 	}
+	if t.After(now.Add(FutureSkew)) {
+		q.fail(name, "in the future: the inventory is known up to now; give a past instant")
+		return time.Time{}
+	}
 	return *t
 }
+
+// FutureSkew is how far past the server's clock an instant may be (a
+// client's clock running ahead) before it counts as the future.
+const FutureSkew = time.Minute
 
 // devicesAtPage is GET /api/devices?at=: one page of the devices as they
 // were at At, by name.
@@ -97,7 +105,7 @@ func (s *server) listDevicesAt(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	at := atParam(q, "at")
+	at := atParam(q, "at", s.now())
 	limit := q.limit()
 	var afterName, afterID string
 	if raw := q.cursor(); raw != "" {
@@ -142,7 +150,7 @@ func (s *server) getDeviceAt(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	at := atParam(q, "at")
+	at := atParam(q, "at", s.now())
 	if err := q.err(); err != nil {
 		return err
 	}
@@ -175,7 +183,7 @@ func (s *server) statsAt(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	at := atParam(q, "at")
+	at := atParam(q, "at", s.now())
 	if err := q.err(); err != nil {
 		return err
 	}
@@ -199,7 +207,7 @@ func (s *server) diff(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	from, to := atParam(q, "from"), atParam(q, "to")
+	from, to := atParam(q, "from", s.now()), atParam(q, "to", s.now())
 	if !from.IsZero() && !to.IsZero() && to.Before(from) {
 		q.fail("to", "earlier than from: give to at or after from")
 	}

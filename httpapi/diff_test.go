@@ -137,6 +137,11 @@ func TestHistoryAt(t *testing.T) {
 			}
 		}},
 		{"list with a bad at", "/api/devices?at=yesterday", 400, "invalid-query", nil},
+		{"list in the future", "/api/devices?at=" + q("2099-01-01T00:00:00Z"), 400, "invalid-query", func(t *testing.T, body []byte) {
+			if !strings.Contains(string(body), "in the future") {
+				t.Fatalf("body %s", body)
+			}
+		}},
 		{"list with an empty at", "/api/devices?at=", 400, "invalid-query", nil},
 		{"list at with a filter", "/api/devices?at=" + q("2026-03-02T12:00:00Z") + "&group=lab", 400, "invalid-query", nil},
 		{"list at with a bad cursor", "/api/devices?at=" + q("2026-03-02T12:00:00Z") + "&cursor=zz", 400, "invalid-query", nil},

@@ -303,6 +303,9 @@ func TestMountedHandlers(t *testing.T) {
 		}
 		resp, body = e.do("DELETE", "/mcp", "", bearer(tokExpired))
 		wantProblem(t, resp, body, 401, "token-invalid")
+		// A body over 1 MiB is refused before the MCP server reads it.
+		resp, body = e.do("POST", "/mcp", `{"x":"`+strings.Repeat("a", 2<<20)+`"}`, bearer(tokRead))
+		wantProblem(t, resp, body, 413, "body-too-large")
 	})
 	t.Run("MCP enabled without handler", func(t *testing.T) {
 		e := newEnv(t, httpapi.Config{MCPEnabled: true})

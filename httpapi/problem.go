@@ -160,6 +160,24 @@ func errReadOnlyToken() *problem {
 		"this token has mode read, which allows GET and HEAD only: use a token with mode read_write to change devices")
 }
 
+// maxMCPBodyBytes is the largest MCP request body (1 MiB): a tool call's
+// arguments are small, and JSON-RPC batches are not larger.
+const maxMCPBodyBytes = 1 << 20
+
+// limitMCPBody refuses an MCP request body over maxMCPBodyBytes with a
+// problem document, before the MCP server reads it.
+func limitMCPBody(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > maxMCPBodyBytes {
+			writeProblem(w, r, newProblem(http.StatusRequestEntityTooLarge, slugBodyTooLarge, "Request body too large",
+				fmt.Sprintf("the body is over %d bytes (1 MiB): send a smaller request", maxMCPBodyBytes)))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxMCPBodyBytes)
+		h.ServeHTTP(w, r)
+	})
+}
+
 func errBodyTooLarge() *problem {
 	return newProblem(http.StatusRequestEntityTooLarge, slugBodyTooLarge, "Request body too large",
 		fmt.Sprintf("the body is over %d bytes (64 KiB): send a smaller body", maxBodyBytes))

@@ -36,6 +36,17 @@ const (
 	ChangeSourceRecovered = "source.recovered"
 )
 
+// ChangeKinds lists every change-log kind, in the order filters offer
+// them.
+func ChangeKinds() []string {
+	return []string{
+		ChangeDiscovered, ChangeAddressAdded, ChangeAddressRetired, ChangeMACChanged, ChangeNameChanged,
+		ChangeOnline, ChangeOffline, ChangeQuiet, ChangePortOpened, ChangePortClosed, ChangeEdited,
+		ChangeWatchStarted, ChangeWatchStopped, ChangeAttached, ChangeDeleted,
+		ChangeSourceFailing, ChangeSourceRecovered, ChangeMerged, ChangeUnmerged,
+	}
+}
+
 // Presence values.
 const (
 	PresenceOnline  = "online"

@@ -14,15 +14,7 @@ import (
 )
 
 // changeKinds are the change-log kinds offered by the filter.
-var changeKinds = []string{
-	projections.ChangeDiscovered, projections.ChangeAddressAdded, projections.ChangeAddressRetired,
-	projections.ChangeMACChanged, projections.ChangeNameChanged, projections.ChangeOnline,
-	projections.ChangeOffline, projections.ChangeQuiet, projections.ChangePortOpened,
-	projections.ChangePortClosed, projections.ChangeEdited, projections.ChangeWatchStarted,
-	projections.ChangeWatchStopped, projections.ChangeAttached, projections.ChangeDeleted,
-	projections.ChangeSourceFailing, projections.ChangeSourceRecovered,
-	projections.ChangeMerged, projections.ChangeUnmerged,
-}
+var changeKinds = projections.ChangeKinds()
 
 // changesView is the Change log page.
 type changesView struct {

@@ -133,7 +133,7 @@ func (c *core) startNotifications(cfg *config.Config, log zerolog.Logger) (*noti
 
 // mcpHandler is the MCP endpoint over the core's inventory and write side.
 func (c *core) mcpHandler(cfg *config.Config, log zerolog.Logger) *mcp.Endpoint {
-	md := mcp.Deps{Inventory: c.inv, Scans: c.scans, Commander: c.commanderFor("mcp"), Version: version, Log: slogFor(log).With("component", "mcp")}
+	md := mcp.Deps{Inventory: c.inv, Scans: c.scans, Commander: c.commanderFor("mcp"), Version: version, Log: slogFor(log).With("component", "mcp"), Now: c.now}
 	// The traffic and DNS tools are offered only when something records
 	// traffic or lookups, as the API's endpoints answer only then.
 	if t := trafficAPI(cfg, c.traffic); t != nil {

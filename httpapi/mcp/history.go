@@ -10,6 +10,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/jocasta/jocasta/httpapi"
 	"github.com/jocasta/jocasta/projections"
 	"github.com/jocasta/jocasta/projections/history"
 )
@@ -63,6 +64,15 @@ func historyErr(err error, id string) error {
 	return err
 }
 
+// notFuture refuses an instant past now (with httpapi's skew): the
+// inventory is known up to now.
+func notFuture(name string, at, now time.Time) error {
+	if at.After(now.Add(httpapi.FutureSkew)) {
+		return fmt.Errorf("%s is in the future: the inventory is known up to now; give a past instant", name)
+	}
+	return nil
+}
+
 func requiredTime(name, v string) (time.Time, error) {
 	t, err := parseTime(name, v)
 	if err != nil {
@@ -88,6 +98,9 @@ func matchesAt(d *history.Device, q string) bool {
 func (t *tools) inventoryAt(ctx context.Context, _ *sdk.CallToolRequest, in AtIn) (*sdk.CallToolResult, AtOut, error) {
 	at, err := requiredTime("at", in.At)
 	if err != nil {
+		return nil, AtOut{}, err
+	}
+	if err := notFuture("at", at, t.now()); err != nil {
 		return nil, AtOut{}, err
 	}
 	n, err := limit(in.Limit, 50, 200)
@@ -137,6 +150,9 @@ func (t *tools) inventoryDiff(ctx context.Context, _ *sdk.CallToolRequest, in Di
 	}
 	to, err := requiredTime("to", in.To)
 	if err != nil {
+		return nil, DiffOut{}, err
+	}
+	if err := notFuture("to", to, t.now()); err != nil {
 		return nil, DiffOut{}, err
 	}
 	if !from.Before(to) {

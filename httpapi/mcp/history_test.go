@@ -129,6 +129,8 @@ func TestHistoryTools(t *testing.T) {
 		{"inventory_at", map[string]any{"at": "2026-11-17T00:00:00Z", "limit": 500}, "limit"},
 		{"inventory_diff", map[string]any{"from": "2026-11-20T00:00:00Z", "to": "2026-11-13T00:00:00Z"}, "before"},
 		{"inventory_diff", map[string]any{"from": "2026-10-20T00:00:00Z", "to": "2026-11-13T00:00:00Z"}, "earliest"},
+		{"inventory_at", map[string]any{"at": "2099-01-01T00:00:00Z"}, "in the future"},
+		{"inventory_diff", map[string]any{"from": "2026-11-13T00:00:00Z", "to": "2099-01-01T00:00:00Z"}, "in the future"},
 	} {
 		if res := call(t, cs, tc.tool, tc.args); !res.IsError || !strings.Contains(text(res), tc.want) {
 			t.Errorf("%s %v: %s", tc.tool, tc.args, text(res))

@@ -197,6 +197,12 @@ func TestTools(t *testing.T) {
 	var names []string
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
+		// Hints for a client: reads are read-only and idempotent; the
+		// writes set values (idempotent, not destructive).
+		write := tl.Name == "edit_device" || tl.Name == "watch_device"
+		if a := tl.Annotations; a == nil || !a.IdempotentHint || a.ReadOnlyHint == write {
+			t.Errorf("tool %s: annotations %+v", tl.Name, a)
+		}
 		if len(tl.Description) < 60 {
 			t.Errorf("tool %s: description %q says too little for a model", tl.Name, tl.Description)
 		}
@@ -239,6 +245,8 @@ func TestTools(t *testing.T) {
 		{"search_devices", map[string]any{"limit": "ten"}, ""},
 		{"get_device", map[string]any{"id": "dev-none"}, "no device"},
 		{"change_log", map[string]any{"since": "yesterday"}, "RFC 3339"},
+		{"change_log", map[string]any{"kinds": []string{"device.exploded"}}, "not a change-log kind"},
+		{"change_log", map[string]any{"device": "dev-none"}, "no device"},
 		{"edit_device", map[string]any{"id": "dev-nas", "label": "x"}, "mode read"},
 		{"watch_device", map[string]any{"id": "dev-nas", "watched": true}, "mode read"},
 	}
@@ -273,6 +281,9 @@ func TestWriteTools(t *testing.T) {
 	}
 	if res := call(t, cs, "edit_device", map[string]any{"id": "dev-nas", "label": strings.Repeat("x", 200)}); !res.IsError || !strings.Contains(text(res), "128") {
 		t.Errorf("long label: %s", text(res))
+	}
+	if res := call(t, cs, "edit_device", map[string]any{"id": "dev-nas", "label": "a", "clear": []string{"label"}}); !res.IsError || !strings.Contains(text(res), "both given and in clear") {
+		t.Errorf("a label both set and cleared: %s", text(res))
 	}
 	if res := call(t, cs, "edit_device", map[string]any{"id": "dev-nas"}); !res.IsError {
 		t.Error("an edit of nothing: want an error")

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -33,6 +35,8 @@ type Deps struct {
 	// Version is reported to clients as the server's version.
 	Version string
 	Log     *slog.Logger
+	// Now is the clock past instants are judged by. Default time.Now.
+	Now func() time.Time
 }
 
 // Handler returns the Streamable HTTP handler of the MCP server. Mount it
@@ -102,6 +106,13 @@ func NewEndpoint(d Deps) (*Endpoint, error) {
 }
 
 type tools struct{ d Deps }
+
+func (t *tools) now() time.Time {
+	if t.d.Now != nil {
+		return t.d.Now()
+	}
+	return time.Now()
+}
 
 // caller is who calls a tool: the token's actor name and whether it may write.
 func caller(req *sdk.CallToolRequest) (actor string, write bool) {
@@ -278,6 +289,19 @@ func parseTime(name, v string) (*time.Time, error) {
 
 func (t *tools) changes(ctx context.Context, _ *sdk.CallToolRequest, in ChangesIn) (*sdk.CallToolResult, ChangesOut, error) {
 	f := projections.EventFilter{Device: in.Device, Kinds: in.Kinds, Cursor: in.Cursor}
+	// An unknown kind or device is an error, as in the API: an empty
+	// answer would read as "nothing changed".
+	known := projections.ChangeKinds()
+	for _, k := range in.Kinds {
+		if !slices.Contains(known, k) {
+			return nil, ChangesOut{}, fmt.Errorf("kinds: %q is not a change-log kind: use one of %s", k, strings.Join(known, ", "))
+		}
+	}
+	if in.Device != "" {
+		if _, err := t.device(ctx, in.Device); err != nil {
+			return nil, ChangesOut{}, err
+		}
+	}
 	var err error
 	if f.Limit, err = limit(in.Limit, 50, 200); err != nil {
 		return nil, ChangesOut{}, err
@@ -311,7 +335,7 @@ type ScansIn struct {
 	Since  string `json:"since,omitempty" jsonschema:"only scans started at or after this RFC 3339 time"`
 	Until  string `json:"until,omitempty" jsonschema:"only scans started before this RFC 3339 time"`
 	Limit  int    `json:"limit,omitempty" jsonschema:"most scans returned, 1 to 100 (default 20)"`
-	Cursor string `json:"cursor,omitempty"`
+	Cursor string `json:"cursor,omitempty" jsonschema:"next_cursor of the previous call"`
 }
 
 // ScansOut is a page of scans, newest first.
@@ -370,6 +394,11 @@ func (t *tools) edit(ctx context.Context, req *sdk.CallToolRequest, in EditIn) (
 	if _, err := t.device(ctx, in.ID); err != nil {
 		return nil, projections.Device{}, err
 	}
+	for _, f := range in.Clear {
+		if set := map[string]*string{"label": in.Label, "group": in.Group, "type": in.Type, "notes": in.Notes}[f]; set != nil {
+			return nil, projections.Device{}, fmt.Errorf("%s is both given and in clear: give one or the other", f)
+		}
+	}
 	e := command.DeviceEdit{Label: in.Label, Group: in.Group, Type: in.Type, Notes: in.Notes, Ignored: in.Ignored, Clear: in.Clear}
 	if e.Label == nil && e.Group == nil && e.Type == nil && e.Notes == nil && e.Ignored == nil && len(e.Clear) == 0 {
 		return nil, projections.Device{}, errors.New("nothing to change: give label, group, type, notes, ignored or clear")
@@ -400,8 +429,13 @@ func (t *tools) watch(ctx context.Context, req *sdk.CallToolRequest, in WatchIn)
 	return nil, ws, err
 }
 
+func ptrFalse() *bool { b := false; return &b }
+
 func (t *tools) register(s *sdk.Server) {
-	ro := &sdk.ToolAnnotations{ReadOnlyHint: true}
+	ro := &sdk.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}
+	// The writes set a value: doing one twice is doing it once, and they
+	// delete nothing (clear empties a text field the user set).
+	rw := &sdk.ToolAnnotations{IdempotentHint: true, DestructiveHint: ptrFalse()}
 	sdk.AddTool(s, &sdk.Tool{Name: "search_devices", Annotations: ro, Description: "Find devices in the inventory. " +
 		"Returns up to limit (default 20, at most 100) device summaries: id, name, label, group, type, presence (online, offline, quiet), " +
 		"watched, ignored, MAC, vendor, current IP addresses, number of open ports, first and last seen (RFC 3339 UTC); " +
@@ -409,7 +443,8 @@ func (t *tools) register(s *sdk.Server) {
 	sdk.AddTool(s, &sdk.Tool{Name: "get_device", Annotations: ro, Description: "Everything known about one device: " +
 		"names by source (dns, mdns, netbios, dhcp, router...) with when each was last confirmed, evidence (which source set each field), " +
 		"every address with first/last seen and retired_at, open TCP ports with service names, advertised services, presence, " +
-		"where it is attached (switch port or access point), user label/group/type/notes."}, t.getDevice)
+		"where it is attached (switch port or access point), user label/group/type/notes. " +
+		"An id that no device has is an error (find ids with search_devices)."}, t.getDevice)
 	sdk.AddTool(s, &sdk.Tool{Name: "change_log", Annotations: ro, Description: "The change log, newest first: " +
 		"entries with id, time (RFC 3339 UTC), kind (device.discovered, device.online, device.offline, device.quiet, device.address_added, " +
 		"device.address_retired, device.mac_changed, device.name_changed, device.port_opened, device.port_closed, device.edited, " +
@@ -420,9 +455,9 @@ func (t *tools) register(s *sdk.Server) {
 		"Up to limit scans (default 20, at most 100)."}, t.scans)
 	sdk.AddTool(s, &sdk.Tool{Name: "inventory_stats", Annotations: ro, Description: "Counts across the inventory: devices in all, " +
 		"by presence, by group, by network and by source; watched and ignored devices; the newest device."}, t.stats)
-	sdk.AddTool(s, &sdk.Tool{Name: "edit_device", Description: "Change a device's label, group, type, notes or ignored flag " +
+	sdk.AddTool(s, &sdk.Tool{Name: "edit_device", Annotations: rw, Description: "Change a device's label, group, type, notes or ignored flag " +
 		"(needs a read_write token). Fields left out stay; clear empties text fields. Returns the whole device after the change. " +
 		"The change is recorded in the event log with this token as actor."}, t.edit)
-	sdk.AddTool(s, &sdk.Tool{Name: "watch_device", Description: "Start or stop watching a device (needs a read_write token). " +
+	sdk.AddTool(s, &sdk.Tool{Name: "watch_device", Annotations: rw, Description: "Start or stop watching a device (needs a read_write token). " +
 		"A watched device that is not seen within the online window becomes quiet. Returns watched and presence."}, t.watch)
 }
