@@ -213,7 +213,7 @@ func parseInstant(name, v string, loc *time.Location) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
 		return t, nil
 	}
-	return time.Time{}, errBadRequest(fmt.Sprintf("The %s time %q is not a time: use the date picker, or 2006-01-02T15:04 (in %s).", name, v, loc))
+	return time.Time{}, errBadRequest(fmt.Sprintf("The %s time %q is not a time: use the date picker, or 2006-01-02T15:04 (in %s).", name, v, zoneName(loc, time.Now())))
 }
 
 func (s *Server) historyPage(w http.ResponseWriter, r *http.Request) error {
@@ -225,7 +225,7 @@ func (s *Server) historyPage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	loc := s.cfg.Location
-	v := historyView{At: q.str("at"), From: q.str("from"), To: q.str("to"), Zone: loc.String()}
+	v := historyView{At: q.str("at"), From: q.str("from"), To: q.str("to"), Zone: zoneName(loc, s.now())}
 	if v.At == "" && v.From == "" && v.To == "" {
 		v.At = s.now().In(loc).Format(localLayout)
 	}

@@ -365,7 +365,7 @@ func (s *Server) settingsPage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	v := settingsView{Config: s.cfg.Settings, SessionLifetime: s.cfg.SessionLifetime, IdleTimeout: s.cfg.IdleTimeout,
-		CookieSecure: s.cfg.CookieSecure, Location: s.cfg.Location.String()}
+		CookieSecure: s.cfg.CookieSecure, Location: zoneName(s.cfg.Location, s.now())}
 	s.render(w, r, http.StatusOK, "settings", v)
 	return nil
 }

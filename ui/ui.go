@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -148,6 +150,20 @@ func (c *Config) setDefaults() {
 	if c.AccountBurst == 0 {
 		c.AccountBurst = 10
 	}
+}
+
+// zoneName names loc for people: "Local" (the system zone, when
+// location.timezone is empty) is the zone's abbreviation now, with the TZ
+// variable's name when it gives one.
+func zoneName(loc *time.Location, now time.Time) string {
+	if loc.String() != "Local" {
+		return loc.String()
+	}
+	abbr, _ := now.In(loc).Zone()
+	if tz := os.Getenv("TZ"); tz != "" && !strings.HasPrefix(tz, ":") {
+		return tz + " (" + abbr + ")"
+	}
+	return "the system's time zone (" + abbr + ")"
 }
 
 // Deps are the behaviours the web interface uses. Inventory, Accounts
