@@ -159,7 +159,10 @@ func zoneName(loc *time.Location, now time.Time) string {
 	if loc.String() != "Local" {
 		return loc.String()
 	}
-	abbr, _ := now.In(loc).Zone()
+	abbr, off := now.In(loc).Zone()
+	if abbr == "" || abbr == "Local" {
+		abbr = "UTC" + time.Unix(0, 0).In(time.FixedZone("", off)).Format("-07:00")
+	}
 	if tz := os.Getenv("TZ"); tz != "" && !strings.HasPrefix(tz, ":") {
 		return tz + " (" + abbr + ")"
 	}
