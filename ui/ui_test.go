@@ -418,7 +418,7 @@ func TestTokens(t *testing.T) {
 	if _, err := s.acc.Authenticate(context.Background(), secret); err == nil {
 		t.Fatal("a revoked token still authenticates")
 	}
-	wantStatus(t, c.post("/tokens/"+tok.ID+"/revoke", nil), http.StatusConflict, "no token with id")
+	wantStatus(t, c.post("/tokens/"+tok.ID+"/revoke", nil), http.StatusConflict, "no token has id")
 }
 
 var secretRE = regexpMust(`jct_[0-9A-Za-z]{43}`)

@@ -332,7 +332,7 @@ func (c *Commander) CreateToken(ctx context.Context, source, actor string, req T
 func (c *Commander) RevokeToken(ctx context.Context, source, actor, id string) error {
 	return c.appendDecided(ctx, func() (*events.Envelope, error) {
 		if _, err := c.Accounts.Token(id); err != nil {
-			return nil, refused("no token with id %q (see jocasta token list)", id)
+			return nil, refused("no token has id %q: it may have been revoked already (the token list shows the others)", id)
 		}
 		return c.event(events.KindTokenRevoked, events.TokenRevoked{TokenID: id}, source, actor, "token/"+id, "")
 	})

@@ -18,7 +18,7 @@ var (
 	ErrBadMode = errors.New("mode must be read or read_write")
 	// ErrBadTokenName is returned for an empty, over-long or
 	// control-character token name.
-	ErrBadTokenName = errors.New("token name must be 1 to 64 characters without control characters")
+	ErrBadTokenName = errors.New("token name must be 1 to 64 characters, not only spaces, without control characters")
 	// ErrBadUserName is returned for a user name that is not 1 to 64
 	// letters, digits, '.', '_' or '-'.
 	ErrBadUserName = errors.New("user name " + UserNameRule)
