@@ -224,7 +224,7 @@ func (r *Reader) logout(ctx context.Context, sid string) {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		// Not the read's timeout setting: the logout's own bound.
-		r.opts.Log.Warn("dnsfilter1: logout got no answer within "+logoutTimeout.String()+": the session holds a seat until it expires")
+		r.opts.Log.Warn("dnsfilter1: logout got no answer within " + logoutTimeout.String() + ": the session holds a seat until it expires")
 	case err != nil:
 		r.opts.Log.Warn("dnsfilter1: logout failed: the session holds a seat until it expires", "err", err.Error())
 	case status != http.StatusNoContent && status != http.StatusOK && status != http.StatusNotFound:
