@@ -67,7 +67,7 @@ func errMergeRefused(detail string) *problem {
 
 // decodeMerge reads {"device": "<id>"}.
 func decodeMerge(body []byte) (string, error) {
-	members, err := decodeObject(body)
+	members, err := decodeObject(body, `{"device": "<the other device id>"}`)
 	if err != nil {
 		return "", err
 	}

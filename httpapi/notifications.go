@@ -117,7 +117,7 @@ func (s *server) putNotification(w http.ResponseWriter, r *http.Request) error {
 // ..., "network": ...}, ...]} strictly and checks it as the write side
 // will.
 func decodeRules(body []byte) ([]events.NotifyRule, error) {
-	members, err := decodeObject(body)
+	members, err := decodeObject(body, `{"rules": [{"kinds": ["device.discovered"], "scope": "all"}]}`)
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +208,7 @@ func (s *server) redeliverNotification(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
-	members, err := decodeObject(body)
+	members, err := decodeObject(body, `{"id": "<a dead record id>"} or {}`)
 	if err != nil {
 		return err
 	}

@@ -54,7 +54,7 @@ type member struct {
 // decodeObject parses body as exactly one JSON object and returns its
 // members. Invalid UTF-8, a syntax error, anything but an object,
 // duplicate names and data after the object are 400 problems.
-func decodeObject(body []byte) ([]member, error) {
+func decodeObject(body []byte, example string) ([]member, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, bodyError("the body is empty: send a JSON object", pointerError("", "send a JSON object"))
 	}
@@ -67,7 +67,7 @@ func decodeObject(body []byte) ([]member, error) {
 		return nil, syntaxProblem(err)
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, bodyError("the body must be a JSON object, e.g. {\"label\": \"printer\"}", pointerError("", "not a JSON object"))
+		return nil, bodyError("the body must be a JSON object, e.g. "+example, pointerError("", "not a JSON object"))
 	}
 	var (
 		members []member
@@ -160,7 +160,7 @@ const editableNames = "label, group, type, notes and ignored"
 //     no member is a 400 naming the member by JSON pointer.
 func decodeDeviceEdit(body []byte) (command.DeviceEdit, error) {
 	var e command.DeviceEdit
-	members, err := decodeObject(body)
+	members, err := decodeObject(body, `{"label": "printer"}`)
 	if err != nil {
 		return e, err
 	}
@@ -245,7 +245,7 @@ func encodeDeviceEdit(e command.DeviceEdit) []byte {
 // decodeWatch reads the body of PATCH /api/devices/{id}/watch:
 // {"watched": true|false}, nothing else.
 func decodeWatch(body []byte) (bool, error) {
-	members, err := decodeObject(body)
+	members, err := decodeObject(body, `{"watched": true}`)
 	if err != nil {
 		return false, err
 	}

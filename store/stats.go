@@ -153,6 +153,9 @@ func (s *Store) Stats(ctx context.Context) (LogStats, error) {
 	if st.Snapshots, err = s.Snapshots(); err != nil {
 		return LogStats{}, err
 	}
+	if st.Snapshots == nil {
+		st.Snapshots = []SnapshotInfo{} // [] in JSON, as every other list
+	}
 	if fi, err := os.Stat(s.db.Path()); err == nil {
 		st.FileSize = fi.Size()
 	}

@@ -115,9 +115,10 @@ type whatifTotal struct {
 type whatifResp struct {
 	Current whatifRules `json:"current"`
 	WhatIf  whatifRules `json:"whatif"`
-	// Since and Until are the counted interval.
-	Since time.Time `json:"since"`
-	Until time.Time `json:"until"`
+	// Since and Until are the counted interval; Since is null for the
+	// start of the kept history.
+	Since *time.Time `json:"since"`
+	Until time.Time  `json:"until"`
 	// StartedFrom says where both replays started: "the first event" or
 	// the snapshot's seq and time.
 	StartedFrom string `json:"started_from"`
@@ -168,6 +169,9 @@ func (c *core) WhatIf(ctx context.Context, req whatifReq) (whatifResp, error) {
 	end := req.Until
 	if end.IsZero() {
 		end = c.now().UTC()
+		if !req.Since.IsZero() && !req.Since.Before(end) {
+			return whatifResp{}, userErrorf("whatif: --since %s is not in the past: give an earlier time", fmtTime(&req.Since))
+		}
 	}
 	w := &whatif{st: c.st, req: req, end: end, progress: c.progress}
 	return w.run(ctx)
@@ -298,7 +302,7 @@ func (w *whatif) run(ctx context.Context) (resp whatifResp, err error) {
 	resp = whatifResp{
 		Current:     whatifRules{shortDuration(req.CurrentOnlineWindow), shortDuration(req.CurrentAddressGrace)},
 		WhatIf:      whatifRules{shortDuration(req.OnlineWindow), shortDuration(req.AddressGrace)},
-		Since:       req.Since,
+		Since:       sincePtr(req.Since),
 		Until:       w.end,
 		StartedFrom: startedFrom,
 		FromSeq:     from, ToSeq: last.Load(), Events: replayed,
@@ -742,14 +746,22 @@ func cmdWhatif(e *env, args []string) error {
 	})
 }
 
+// sincePtr is t, nil when zero (the start of the kept history).
+func sincePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
 // printWhatif writes the comparison as text: each cell is what did
 // happen → what would have.
 func printWhatif(e *env, r whatifResp) {
 	fmt.Fprintf(e.stdout, "what if: online window %s (now %s), address grace %s (now %s)\n",
 		r.WhatIf.OnlineWindow, r.Current.OnlineWindow, r.WhatIf.AddressGrace, r.Current.AddressGrace)
 	from := "the start of the kept history"
-	if !r.Since.IsZero() {
-		from = fmtTime(&r.Since)
+	if r.Since != nil {
+		from = fmtTime(r.Since)
 	}
 	fmt.Fprintf(e.stdout, "changes from %s to %s; %d events replayed (seq %d to %d) from %s; %d recorded clock ticks replaced by %d\n\n",
 		from, fmtTime(&r.Until), r.Events, r.FromSeq, r.ToSeq, r.StartedFrom, r.RecordedTicks, r.SimulatedTicks)

@@ -288,6 +288,11 @@ func TestWhatIfCLI(t *testing.T) {
 		t.Fatalf("offline: %d %s", code, stderr)
 	}
 	check("offline", out)
+	// Without --since the counted interval starts with the kept history:
+	// since is null, not the zero time.
+	if !strings.Contains(out, `"since": null`) {
+		t.Errorf("since without --since: %s", out)
+	}
 	code, out, stderr = cli(t, "", "whatif", "--config", cfg, "--online-window", "30m", "--until", until)
 	if code != 0 || !strings.Contains(out, "online window 30m (now 15m)") || !strings.Contains(out, "alerts  8 → 2") {
 		t.Fatalf("offline, text: %d %s %s", code, out, stderr)
@@ -324,6 +329,7 @@ func TestWhatIfCLI(t *testing.T) {
 		{[]string{"whatif", "--online-window", "soon"}, exitUsage, "invalid value"},
 		{[]string{"whatif", "--online-window", "30m", "--since", "2026-11-02", "--until", "2026-11-01"}, exitUsage, "is not before"},
 		{[]string{"whatif", "--address-grace", "1h", "extra"}, exitUsage, "takes no arguments"},
+		{[]string{"whatif", "--address-grace", "1h", "--since", "2099-01-01T00:00:00Z"}, exitUser, "is not in the past"},
 	} {
 		code, _, stderr := cli(t, "", append(tc.args, "--config", cfg)...)
 		if code != tc.code || !strings.Contains(stderr, tc.err) {
