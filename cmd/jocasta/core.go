@@ -45,12 +45,23 @@ type projectionSet struct {
 	rules   *notify.Rules // which changes each notification destination receives
 }
 
+// addressGrace is inventory.address_grace for the inventory, whose
+// Options take 0 as "the default, 6h": the configuration's 0s (retire an
+// address as soon as the device is found elsewhere) is the smallest
+// grace there is, a nanosecond.
+func addressGrace(cfg *config.Config) time.Duration {
+	if g := time.Duration(cfg.Inventory.AddressGrace); g > 0 {
+		return g
+	}
+	return time.Nanosecond
+}
+
 // newProjections builds the projections; log gets their warnings at
 // start (the country database missing).
 func newProjections(cfg *config.Config, vendors *oui.Registry, now func() time.Time, log zerolog.Logger) (*projectionSet, error) {
 	inv, err := inventory.New(inventory.Options{
 		OnlineWindow: time.Duration(cfg.Inventory.OnlineWindow),
-		AddressGrace: time.Duration(cfg.Inventory.AddressGrace),
+		AddressGrace: addressGrace(cfg),
 		Vendor:       vendors.Lookup,
 	})
 	if err != nil {

@@ -711,7 +711,7 @@ func cmdWhatif(e *env, args []string) error {
 		return err
 	}
 	req := whatifReq{OnlineWindow: window, AddressGrace: grace, Since: s, Until: u,
-		CurrentOnlineWindow: time.Duration(cfg.Inventory.OnlineWindow), CurrentAddressGrace: time.Duration(cfg.Inventory.AddressGrace)}
+		CurrentOnlineWindow: time.Duration(cfg.Inventory.OnlineWindow), CurrentAddressGrace: addressGrace(cfg)}
 	if req.CurrentOnlineWindow <= 0 {
 		req.CurrentOnlineWindow = inventory.DefaultOnlineWindow
 	}
