@@ -316,7 +316,14 @@ type deviceView struct {
 	Merge   mergeForm
 }
 
-func (v deviceView) PageTitle() string { return v.D.Name }
+// PageTitle is the device's label, as the list shows it, with its name;
+// its name alone without a label.
+func (v deviceView) PageTitle() string {
+	if v.D.Label != nil && *v.D.Label != "" && *v.D.Label != v.D.Name {
+		return *v.D.Label + " (" + v.D.Name + ")"
+	}
+	return v.D.Name
+}
 
 type nameRow struct {
 	Source, Name string

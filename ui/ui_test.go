@@ -306,7 +306,8 @@ func TestDeviceEditRoundTrip(t *testing.T) {
 	if deref(d.Label) != "Big NAS" || deref(d.Group) != "storage" || deref(d.Type) != "nas" || deref(d.Notes) != "rack 2\nshelf 3" || !d.Ignored {
 		t.Fatalf("device after edit %+v", d)
 	}
-	wantStatus(t, c.get("/devices/"+id+"?saved=1"), http.StatusOK, "Saved.", `value="Big NAS"`, "device.edited", "ada")
+	wantStatus(t, c.get("/devices/"+id+"?saved=1"), http.StatusOK, "Saved.", `value="Big NAS"`, "device.edited", "ada",
+		"Big NAS (nas.lan)") // the heading, as the list shows it
 	// The change log names the user as the actor.
 	p, _ := s.inv.ListEvents(context.Background(), projections.EventFilter{Device: id, Kinds: []string{projections.ChangeEdited}, Limit: 10})
 	if len(p.Items) == 0 {
