@@ -2,7 +2,6 @@ package scanlog
 
 import (
 	"fmt"
-	"iter"
 	"net/netip"
 	"slices"
 	"strings"
@@ -77,46 +76,27 @@ func canonicalPrefix(s string) string {
 	return p.Masked().String()
 }
 
-type portHead struct {
-	ScanID     string    `json:"scan_id"`
-	Started    time.Time `json:"started"`
-	Finished   time.Time `json:"finished"`
-	ProbesSent int       `json:"probes_sent"`
-	Complete   bool      `json:"complete"`
-	Errors     []string  `json:"errors"`
-	Results    []struct {
-		Open []uint16 `json:"open"`
-	} `json:"results"`
-}
-
 // portScan is a port scan's entry (kind "ports"): the addresses with an
 // open port are the hosts found.
 func (l *Log) portScan(ev events.Envelope) (projections.Scan, error) {
-	var h portHead
-	if err := l.reg.DecodeInto(ev, &h); err != nil {
+	var v events.PortScanCompleted
+	if err := l.reg.DecodeInto(ev, &v); err != nil {
 		return projections.Scan{}, err
 	}
-	return portScanOf(h.ScanID, h.Started, h.Finished, h.ProbesSent, h.Complete, h.Errors, func(yield func(open int) bool) {
-		for _, r := range h.Results {
-			if !yield(len(r.Open)) {
-				return
-			}
-		}
-	}), nil
+	return portScanOf(&v), nil
 }
 
-// portScanOf is a port scan's entry; results yields the number of open
-// ports of each address probed.
-func portScanOf(id string, started, finished time.Time, probes int, complete bool, errs []string, results iter.Seq[int]) projections.Scan {
+// portScanOf is a port scan's entry.
+func portScanOf(v *events.PortScanCompleted) projections.Scan {
 	found := 0
-	for open := range results {
-		if open > 0 {
+	for _, r := range v.Results {
+		if len(r.Open) > 0 {
 			found++
 		}
 	}
 	return projections.Scan{
-		ID: id, Kind: "ports", Started: started.UTC(), Finished: finished.UTC(),
-		ProbesSent: probes, HostsFound: found, Complete: complete, Errors: errs,
+		ID: v.ScanID, Kind: "ports", Started: v.Started.UTC(), Finished: v.Finished.UTC(),
+		ProbesSent: v.ProbesSent, HostsFound: found, Complete: v.Complete, Errors: v.Errors,
 	}
 }
 

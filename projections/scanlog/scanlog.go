@@ -179,13 +179,7 @@ func (l *Log) PrepareShared(ev events.Envelope, payload any) (any, error) {
 	case *events.SweepCompleted:
 		s, refs = sweepScanOf(headOf(v))
 	case *events.PortScanCompleted:
-		s = portScanOf(v.ScanID, v.Started, v.Finished, v.ProbesSent, v.Complete, v.Errors, func(yield func(open int) bool) {
-			for _, r := range v.Results {
-				if !yield(len(r.Open)) {
-					return
-				}
-			}
-		})
+		s = portScanOf(v)
 	case *events.PluginRead:
 		s = readScanOf(readHead{ScanID: v.ScanID, Kind: v.Kind, Started: v.Started, Finished: v.Finished,
 			Complete: v.Complete, Errors: v.Errors, Rows: v.Rows, Hosts: v.Hosts})
