@@ -40,18 +40,17 @@ func (p *Projection) TouchSession(id string, now time.Time, timeout time.Duratio
 	return false
 }
 
-// flushActive writes the sessions' last requests recorded since the last
-// flush into tx's BucketSessionActive, and removes those of sessions that
-// have ended. pending is what flushActivePending took.
-func (p *Projection) flushActive(tx *bolt.Tx, pending map[string]time.Time) error {
-	if len(pending) == 0 {
+// putTimes writes times under their ids into tx's bucket name (RFC 3339
+// text), created when missing; a zero time deletes its id.
+func putTimes(tx *bolt.Tx, name []byte, times map[string]time.Time) error {
+	if len(times) == 0 {
 		return nil
 	}
-	b, err := tx.CreateBucketIfNotExists(bSessionActive)
+	b, err := tx.CreateBucketIfNotExists(name)
 	if err != nil {
 		return err
 	}
-	for id, t := range pending {
+	for id, t := range times {
 		if t.IsZero() {
 			if err := b.Delete([]byte(id)); err != nil {
 				return err

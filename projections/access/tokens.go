@@ -144,26 +144,10 @@ func (p *Projection) FlushLastUsed(db *bolt.DB) error {
 		return nil
 	}
 	err := db.Update(func(tx *bolt.Tx) error {
-		if err := p.flushActive(tx, active); err != nil {
+		if err := putTimes(tx, bSessionActive, active); err != nil {
 			return err
 		}
-		if len(pending) == 0 {
-			return nil
-		}
-		b, err := tx.CreateBucketIfNotExists(bLastUsed)
-		if err != nil {
-			return err
-		}
-		for id, t := range pending {
-			v, err := t.MarshalText()
-			if err != nil {
-				return err
-			}
-			if err := b.Put([]byte(id), v); err != nil {
-				return err
-			}
-		}
-		return nil
+		return putTimes(tx, bLastUsed, pending)
 	})
 	if err != nil {
 		p.luMu.Lock()
