@@ -356,7 +356,7 @@ func (p *Projection) ApplyChunks(ctx context.Context, db *bolt.DB, ev events.Env
 		}
 		var next walkPos
 		err := db.Update(func(tx *bolt.Tx) error {
-			n, _, err := rw.write(tx, pos, chunkSides)
+			n, err := rw.write(tx, pos, chunkSides)
 			if err != nil {
 				return err
 			}
@@ -419,7 +419,7 @@ func (p *Projection) finishRows(tx *bolt.Tx, ev events.Envelope, payload []byte)
 		if err != nil {
 			return err
 		}
-		if _, _, err := rw.write(tx, pr.Pos, 0); err != nil {
+		if _, err := rw.write(tx, pr.Pos, 0); err != nil {
 			return err
 		}
 	}
@@ -485,8 +485,8 @@ func (rw *rowWalk) sideOf(r *events.TrafficRowAddrs, dir byte) side {
 
 // write writes the groups from pos on into tx, stopping once at least
 // budget sides are written (budget ≤ 0: all). It returns where it
-// stopped and whether the window is done.
-func (rw *rowWalk) write(tx *bolt.Tx, pos walkPos, budget int) (walkPos, bool, error) {
+// stopped: Dir 2 when the window is done.
+func (rw *rowWalk) write(tx *bolt.Tx, pos walkPos, budget int) (walkPos, error) {
 	w := &writer{p: rw.p, bk: tx.Bucket(bHours)}
 	w.cur = w.bk.Cursor()
 	w.minutes = minutesOf(w.cur, rw.base[:8], rw.base[offMinute])
@@ -519,15 +519,12 @@ func (rw *rowWalk) write(tx *bolt.Tx, pos walkPos, budget int) (walkPos, bool, e
 		}
 		switch {
 		case errors.Is(err, stop):
-			if last := dir == 1 && g == rw.groups(dir); last {
-				return walkPos{Dir: 2}, true, nil
-			}
-			return walkPos{Dir: dir, Group: g}, false, nil
+			return walkPos{Dir: dir, Group: g}, nil // (a next part may find nothing left)
 		case err != nil:
-			return pos, false, fmt.Errorf("traffic: %w", err)
+			return pos, fmt.Errorf("traffic: %w", err)
 		}
 	}
-	return walkPos{Dir: 2}, true, nil
+	return walkPos{Dir: 2}, nil
 }
 
 // streamed calls each with the out sides of every local address, in the
@@ -590,18 +587,6 @@ func (rw *rowWalk) collect(dir byte) ([]side, error) {
 	slices.SortFunc(in, func(a, b side) int { return bytes.Compare(a.key[:], b.key[:]) })
 	rw.collected[dir] = in
 	return in, nil
-}
-
-// groups counts direction dir's groups (local addresses).
-func (rw *rowWalk) groups(dir byte) int {
-	n := 0
-	count := func([]side) error { n++; return nil }
-	if dir == 0 && rw.sorted {
-		_ = rw.streamed(count)
-	} else {
-		_ = rw.sortedGroups(dir, count)
-	}
-	return n
 }
 
 // writer writes groups of sides into the hours bucket. Keys and values
