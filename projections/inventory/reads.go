@@ -291,7 +291,8 @@ func (i *Inventory) applyReadHost(em *emitter, hs *hostSet, h *events.ReadHost, 
 			d.FirstSeen, d.LastSeen = at, at
 		}
 	}
-	if i.observe(d, &events.SweepHost{Names: h.Names}, src, at) {
+	names := hostNamesOf(h.Names, new([]hostName))
+	if i.observe(d, &events.SweepHost{}, &names, src, at) {
 		t.derived = true
 	}
 	if err := i.attach(em, d, hs, h, peerID, at); err != nil {

@@ -124,6 +124,40 @@ type hostPrep struct {
 	ipStr   string
 	mac     string
 	network string
+	names   hostNames
+}
+
+// hostNames is what a host was named, by resolver: the names trimmed,
+// empty ones left out, and whether it gave an SSDP name at all (which
+// then wins over its UPnP friendly name). It is read from the host's map
+// ahead of apply.
+type hostNames struct {
+	list []hostName
+	ssdp bool
+}
+
+type hostName struct{ from, name string }
+
+// hostNamesOf reads a host's names, appending them to buf (which the
+// hosts of a sweep share).
+func hostNamesOf(m map[string]string, buf *[]hostName) hostNames {
+	var ns hostNames
+	if len(m) == 0 {
+		return ns
+	}
+	start := len(*buf)
+	for from, name := range m {
+		if from == "ssdp" {
+			ns.ssdp = true
+		}
+		name = strings.TrimSpace(name)
+		if name == "" || from == "" {
+			continue
+		}
+		*buf = append(*buf, hostName{from: from, name: name})
+	}
+	ns.list = (*buf)[start:len(*buf):len(*buf)]
+	return ns
 }
 
 // prepareSweep normalises a sweep and encodes its scan-log row.
@@ -152,6 +186,11 @@ func prepareSweep(ev events.Envelope, p *events.SweepCompleted) *sweepPrep {
 		}
 	}
 	sp.hosts = make([]hostPrep, 0, len(p.Hosts))
+	nNames := 0
+	for k := range p.Hosts {
+		nNames += len(p.Hosts[k].Names)
+	}
+	names := make([]hostName, 0, nNames)
 	for k := range p.Hosts {
 		h := &p.Hosts[k]
 		ip, err := netip.ParseAddr(h.IP)
@@ -159,7 +198,7 @@ func prepareSweep(ev events.Envelope, p *events.SweepCompleted) *sweepPrep {
 			continue // not an address: nothing to attach it to
 		}
 		ip = ip.Unmap()
-		sp.hosts = append(sp.hosts, hostPrep{h: h, ip: ip, ipStr: addrString(ip, h.IP), mac: normalizeMAC(h.MAC), network: norm(h.Network)})
+		sp.hosts = append(sp.hosts, hostPrep{h: h, ip: ip, ipStr: addrString(ip, h.IP), mac: normalizeMAC(h.MAC), network: norm(h.Network), names: hostNamesOf(h.Names, &names)})
 	}
 	return sp
 }
@@ -209,7 +248,7 @@ func (i *Inventory) applySweep(em *emitter, sp *sweepPrep) error {
 		if err := i.sighting(em, t, ip, ipStr, hp.network, fin); err != nil {
 			return err
 		}
-		if i.observe(d, h, ev.Source, fin) {
+		if i.observe(d, h, &hp.names, ev.Source, fin) {
 			t.derived = true
 		}
 		if t.isNew && t.d.Presence == "" {
@@ -397,26 +436,23 @@ func (i *Inventory) sighting(em *emitter, t *sweepTouch, ip netip.Addr, ipStr, n
 	return nil
 }
 
-// observe records what a host said about itself: names, services, UPnP.
-// It reports whether anything searchable changed.
-func (i *Inventory) observe(d *device, h *events.SweepHost, src string, at time.Time) bool {
+// observe records what a host said about itself: names (read from
+// h.Names into names), services, UPnP. It reports whether anything
+// searchable changed.
+func (i *Inventory) observe(d *device, h *events.SweepHost, names *hostNames, src string, at time.Time) bool {
 	changed := false
 	setName := func(from, name string) {
-		name = strings.TrimSpace(name)
-		if name == "" || len(from) == 0 {
-			return
-		}
 		if old, ok := d.Names.get(from); !ok || old.Name != name {
 			changed = true
 		}
 		d.Names.set(from, nameRec{Name: name, LastConfirmed: at})
 	}
-	for from, name := range h.Names {
-		setName(from, name)
+	for _, n := range names.list {
+		setName(n.from, n.name)
 	}
 	if h.UPnP != nil {
-		if _, ok := h.Names["ssdp"]; !ok {
-			setName("ssdp", h.UPnP.FriendlyName)
+		if fn := strings.TrimSpace(h.UPnP.FriendlyName); !names.ssdp && fn != "" {
+			setName("ssdp", fn)
 		}
 		u := &upnpRec{FriendlyName: h.UPnP.FriendlyName, Manufacturer: h.UPnP.Manufacturer, ModelName: h.UPnP.ModelName}
 		if d.UPnP == nil || *d.UPnP != *u {

@@ -21,8 +21,8 @@ const bucketSweepBase = "inventory.sweep_base"
 // sweepBase is one source's last sweep.
 type sweepBase struct {
 	seq   uint64
-	hosts []events.SweepHost
-	dirty bool // hosts changed since stored
+	hosts []events.SweepHost // round trips as sent; not used
+	dirty bool               // hosts changed since stored
 }
 
 // deltaPrep is a sweep written against its source's previous one, to be
@@ -68,11 +68,10 @@ func (i *Inventory) keepSweepBase(src string, seq uint64, hosts []events.SweepHo
 		same = events.SameResponder(&b.hosts[k], &hosts[k])
 	}
 	if !same {
-		b.hosts = make([]events.SweepHost, len(hosts))
-		copy(b.hosts, hosts)
-		for k := range b.hosts {
-			b.hosts[k].RTTMicros = 0
-		}
+		// The event's responders are kept as they are (nothing changes
+		// them once decoded); their round trips are left out when the
+		// base is stored.
+		b.hosts = hosts
 		b.dirty = true
 	}
 	i.sweepBaseDirty[src] = true
@@ -121,7 +120,12 @@ func (i *Inventory) flushSweepBases(tx *bolt.Tx) error {
 			return fmt.Errorf("inventory: flush: sweep base seq: %w", err)
 		}
 		if sb.dirty {
-			v, err := json.Marshal(sb.hosts)
+			hosts := make([]events.SweepHost, len(sb.hosts))
+			copy(hosts, sb.hosts)
+			for k := range hosts {
+				hosts[k].RTTMicros = 0
+			}
+			v, err := json.Marshal(hosts)
 			if err != nil {
 				return fmt.Errorf("inventory: flush: encode sweep base: %w", err)
 			}

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/netip"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/jocasta/jocasta/events"
 	"github.com/jocasta/jocasta/events/ingest"
@@ -125,3 +127,29 @@ func TestSweepDifferenceWithoutItsBase(t *testing.T) {
 }
 
 func scanFilterAll() projections.ScanFilter { return projections.ScanFilter{Limit: MaxLimit} }
+
+// A source's last sweep is kept as the event's own responders (not a
+// copy), and stored without their round trips, which references carry.
+func TestSweepBaseStoredWithoutRoundTrips(t *testing.T) {
+	h := newHarness(t, Options{})
+	hs := host("10.0.0.5", "00:11:22:00:00:05")
+	hs.RTTMicros = 1234
+	h.sweep(sweepAt(t0, hs))
+	var stored []events.SweepHost
+	err := h.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket([]byte(bucketSweepBase)).Get([]byte("sweep:lab"))
+		if v == nil {
+			return fmt.Errorf("no base stored for sweep:lab")
+		}
+		return json.Unmarshal(v, &stored)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) != 1 || stored[0].IP != "10.0.0.5" || stored[0].RTTMicros != 0 {
+		t.Fatalf("stored base = %+v", stored)
+	}
+	if b := h.inv.sweepBases["sweep:lab"]; b == nil || len(b.hosts) != 1 || b.hosts[0].RTTMicros != 1234 {
+		t.Fatalf("kept base = %+v", b)
+	}
+}
