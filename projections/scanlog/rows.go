@@ -47,10 +47,13 @@ func encodeRow(seq uint64, s *projections.Scan) (key, row []byte, err error) {
 	if len(src) > 255 {
 		src = src[:255]
 	}
-	key = make([]byte, keyLen)
+	// The key and the row share one allocation (the row is appended
+	// after the key, within its capacity).
+	buf := make([]byte, keyLen+timeLen+1, keyLen+timeLen+1+len(src)+64+len(s.ID)+len(s.Source)+len(s.Kind))
+	key = buf[:keyLen:keyLen]
 	putTime(key, s.Finished)
 	binary.BigEndian.PutUint64(key[timeLen:], seq)
-	row = make([]byte, timeLen+1, timeLen+1+len(src)+64+len(s.ID)+len(s.Source)+len(s.Kind))
+	row = buf[keyLen:]
 	putTime(row, s.Started)
 	row[timeLen] = byte(len(src))
 	row = append(row, src...)

@@ -73,7 +73,11 @@ func canonicalPrefix(s string) string {
 	if err != nil {
 		return s
 	}
-	return p.Masked().String()
+	var buf [64]byte
+	if c := p.Masked().AppendTo(buf[:0]); string(c) != s {
+		return string(c)
+	}
+	return s // already canonical, as sweeps write it: no allocation
 }
 
 // portScan is a port scan's entry (kind "ports"): the addresses with an
