@@ -28,16 +28,16 @@ type sweepRefs struct {
 // sweepScan is a sweep's entry (kind "devices"). Its responders are the
 // hosts it holds whole and those it repeats from the previous sweep
 // (Same: pairs of index and round trip), counted without resolving them.
-func (l *Log) sweepScan(ev events.Envelope) (projections.Scan, *sweepRefs, error) {
+func (l *Log) sweepScan(ev events.Envelope) (projections.Scan, sweepRefs, error) {
 	var h sweepHead
 	p, err := l.reg.Upcast(ev)
 	if err != nil {
-		return projections.Scan{}, nil, err
+		return projections.Scan{}, sweepRefs{}, err
 	}
 	if !scanSweepHead(p, &h) {
 		var whole events.SweepCompleted
 		if err := l.reg.DecodeInto(ev, &whole); err != nil {
-			return projections.Scan{}, nil, err
+			return projections.Scan{}, sweepRefs{}, err
 		}
 		h = headOf(&whole)
 	}
@@ -54,7 +54,7 @@ func headOf(v *events.SweepCompleted) sweepHead {
 
 // sweepScanOf is a sweep's entry (kind "devices") and what checking it
 // against its source's last sweep needs.
-func sweepScanOf(h sweepHead) (projections.Scan, *sweepRefs) {
+func sweepScanOf(h sweepHead) (projections.Scan, sweepRefs) {
 	nets := make([]string, 0, len(h.Networks))
 	for _, n := range h.Networks {
 		nets = append(nets, canonicalPrefix(n))
@@ -63,7 +63,7 @@ func sweepScanOf(h sweepHead) (projections.Scan, *sweepRefs) {
 		ID: h.ScanID, Kind: "devices", Started: h.Started.UTC(), Finished: h.Finished.UTC(),
 		Networks: nets, ProbesSent: h.ProbesSent, HostsFound: h.Hosts + len(h.Same)/2,
 		Complete: h.Complete, Errors: h.Errors,
-	}, &sweepRefs{base: h.Base, same: h.Same, whole: h.Hosts}
+	}, sweepRefs{base: h.Base, same: h.Same, whole: h.Hosts}
 }
 
 // canonicalPrefix writes a network as its masked prefix ("10.0.0.0/24"

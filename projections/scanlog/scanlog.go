@@ -115,7 +115,8 @@ func (l *Log) Apply(tx *bolt.Tx, ev events.Envelope) error {
 // to purge before.
 type prepared struct {
 	scan     projections.Scan
-	sweep    *sweepRefs
+	sweep    *sweepRefs // &refs for a sweep, else nil
+	refs     sweepRefs
 	key, row []byte
 	purge    *purge
 }
@@ -130,7 +131,9 @@ func (l *Log) Prepare(ev events.Envelope) (any, error) {
 	)
 	switch ev.Kind {
 	case events.KindSweepCompleted:
-		s, refs, err = l.sweepScan(ev)
+		var r sweepRefs
+		s, r, err = l.sweepScan(ev)
+		refs = &r
 	case events.KindPortScanCompleted:
 		s, err = l.portScan(ev)
 	case events.KindPluginRead:
@@ -177,7 +180,9 @@ func (l *Log) PrepareShared(ev events.Envelope, payload any) (any, error) {
 	)
 	switch v := payload.(type) {
 	case *events.SweepCompleted:
-		s, refs = sweepScanOf(headOf(v))
+		var r sweepRefs
+		s, r = sweepScanOf(headOf(v))
+		refs = &r
 	case *events.PortScanCompleted:
 		s = portScanOf(v)
 	case *events.PluginRead:
@@ -210,7 +215,11 @@ func prepareScan(ev events.Envelope, s projections.Scan, refs *sweepRefs) (any, 
 	if s.Errors == nil {
 		s.Errors = []string{}
 	}
-	pp := &prepared{scan: s, sweep: refs}
+	pp := &prepared{scan: s}
+	if refs != nil {
+		pp.refs = *refs // in the same allocation
+		pp.sweep = &pp.refs
+	}
 	if refs == nil || refs.base == 0 {
 		// Nothing to check against earlier sweeps: encode it here, off
 		// the apply goroutine.
