@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
 )
 
 // CloneUncompacted writes a copy of the whole database file, as one read
@@ -30,7 +32,7 @@ func (s *Store) CloneUncompacted(path string) (cloned bool, err error) {
 		if err != nil {
 			return err
 		}
-		_, werr := tx.WriteTo(f)
+		_, werr := tx.WriteTo(&fileCopier{f: f})
 		if cerr := f.Close(); werr == nil {
 			werr = cerr
 		}
@@ -73,4 +75,109 @@ func ResetToLogTx(tx *bolt.Tx) error {
 		}
 	}
 	return nil
+}
+
+// fileCopier is what [Store.CloneUncompacted] hands bbolt's Tx.WriteTo:
+// the two meta pages WriteTo makes are written as they come, and the data
+// pages, which it reads from the database file through an
+// io.SectionReader, are copied from file to file in the kernel
+// (copy_file_range) instead of through a user-space buffer. bbolt 1.5's
+// section reader hides the file from os.File's own ReadFrom, which would
+// otherwise do the same.
+type fileCopier struct {
+	f      *os.File
+	off    int64
+	kernel int64 // bytes the kernel copied
+}
+
+func (c *fileCopier) Write(p []byte) (int, error) {
+	n, err := c.f.WriteAt(p, c.off)
+	c.off += int64(n)
+	return n, err
+}
+
+// ReadFrom copies a section of a file in the kernel, and anything else
+// (or the rest, where the kernel cannot) through a buffer.
+func (c *fileCopier) ReadFrom(r io.Reader) (int64, error) {
+	var done int64
+	if lr, ok := r.(*io.LimitedReader); ok {
+		if sr, ok := lr.R.(*io.SectionReader); ok {
+			if src, ok := sectionFile(sr); ok {
+				pos, err := sr.Seek(0, io.SeekCurrent)
+				if err != nil {
+					return 0, err
+				}
+				_, base, size := sr.Outer()
+				n, err := copyFileRange(src, base+pos, c.f, c.off, min(lr.N, size-pos))
+				done, c.off, lr.N, c.kernel = n, c.off+n, lr.N-n, c.kernel+n
+				if _, serr := sr.Seek(n, io.SeekCurrent); serr != nil && err == nil {
+					err = serr
+				}
+				if err != nil && !errors.Is(err, errNoKernelCopy) {
+					return done, err
+				}
+			}
+		}
+	}
+	n, err := io.Copy(writeOnly{c}, r)
+	return done + n, err
+}
+
+// writeOnly hides a fileCopier's ReadFrom from io.Copy.
+type writeOnly struct{ w io.Writer }
+
+func (w writeOnly) Write(p []byte) (int, error) { return w.w.Write(p) }
+
+// sectionFile is the file a section reader reads, if it reads one.
+func sectionFile(sr *io.SectionReader) (*os.File, bool) {
+	ra, _, _ := sr.Outer()
+	f, ok := ra.(*os.File)
+	return f, ok
+}
+
+// errNoKernelCopy says that the kernel cannot copy between these files
+// (another file system, an old kernel): the caller copies through a
+// buffer.
+var errNoKernelCopy = errors.New("no kernel copy between these files")
+
+// copyFileRange copies n bytes at src offset roff to dst offset woff
+// with copy_file_range, neither file's offset moving. It returns what it
+// copied, and errNoKernelCopy when the kernel refuses the files.
+func copyFileRange(src *os.File, roff int64, dst *os.File, woff int64, n int64) (int64, error) {
+	rc, err := src.SyscallConn()
+	if err != nil {
+		return 0, errNoKernelCopy
+	}
+	wc, err := dst.SyscallConn()
+	if err != nil {
+		return 0, errNoKernelCopy
+	}
+	var copied int64
+	var cerr error
+	ctlErr := rc.Control(func(rfd uintptr) {
+		cerr = wc.Control(func(wfd uintptr) {
+			for copied < n {
+				chunk := int(min(n-copied, 1<<30))
+				k, err := unix.CopyFileRange(int(rfd), &roff, int(wfd), &woff, chunk, 0)
+				switch {
+				case err == unix.EINTR:
+					continue
+				case err != nil && copied == 0 && (err == unix.ENOSYS || err == unix.EXDEV || err == unix.EINVAL || err == unix.EOPNOTSUPP || err == unix.EPERM):
+					cerr = errNoKernelCopy
+					return
+				case err != nil:
+					cerr = fmt.Errorf("copy_file_range: %w", err)
+					return
+				case k == 0:
+					cerr = io.ErrUnexpectedEOF // the file is shorter than its section
+					return
+				}
+				copied += int64(k)
+			}
+		})
+	})
+	if ctlErr != nil && cerr == nil {
+		cerr = errNoKernelCopy
+	}
+	return copied, cerr
 }

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 	"os"
@@ -89,5 +90,26 @@ func TestCloneAndReset(t *testing.T) {
 	}
 	if _, err := os.Stat(compacted); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a compacted store left a file: %v", err)
+	}
+}
+
+// The clone is byte for byte what bbolt's own Tx.WriteTo writes.
+func TestCloneEqualsWriteTo(t *testing.T) {
+	s := storetest.Open(t)
+	appendN(t, s, 300, time.Now())
+	out := filepath.Join(t.TempDir(), "clone.db")
+	if _, err := s.CloneUncompacted(out); err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if err := s.DB().View(func(tx *bolt.Tx) error { _, err := tx.WriteTo(&want); return err }); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want.Bytes()) {
+		t.Fatalf("the clone (%d bytes) differs from WriteTo's copy (%d bytes)", len(got), want.Len())
 	}
 }

@@ -1,0 +1,75 @@
+package store
+
+import (
+	"bytes"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// The clone's writer copies a section of a file in the kernel, from
+// where the section reader stands, and anything else through a buffer;
+// either way the bytes land after what was written before.
+func TestFileCopier(t *testing.T) {
+	dir := t.TempDir()
+	data := make([]byte, 3<<20+123)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	srcPath := filepath.Join(dir, "src")
+	if err := os.WriteFile(srcPath, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.Open(srcPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	head := []byte("two meta pages")
+	for _, c := range []struct {
+		name       string
+		reader     func() io.Reader
+		n          int64
+		want       []byte
+		wantKernel bool
+	}{
+		{"a section of a file", func() io.Reader { return io.NewSectionReader(src, 4096, int64(len(data))-4096) },
+			int64(len(data)) - 4096, data[4096:], true},
+		{"part of a section, read from its middle", func() io.Reader {
+			sr := io.NewSectionReader(src, 100, 2<<20)
+			if _, err := sr.Seek(1000, io.SeekStart); err != nil {
+				t.Fatal(err)
+			}
+			return sr
+		}, 1 << 20, data[1100 : 1100+1<<20], true},
+		{"not a file", func() io.Reader { return bytes.NewReader(data[:5000]) }, 5000, data[:5000], false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := os.Create(filepath.Join(dir, "out"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer out.Close()
+			fc := &fileCopier{f: out}
+			if _, err := fc.Write(head); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := io.CopyN(fc, c.reader(), c.n); err != nil || n != c.n {
+				t.Fatalf("CopyN = %d, %v; want %d", n, err, c.n)
+			}
+			got, err := os.ReadFile(out.Name())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, append(append([]byte(nil), head...), c.want...)) {
+				t.Fatalf("the copy differs (%d bytes, want %d)", len(got), len(head)+len(c.want))
+			}
+			if (fc.kernel == c.n) != c.wantKernel {
+				t.Errorf("the kernel copied %d of %d bytes; kernel copy wanted: %v", fc.kernel, c.n, c.wantKernel)
+			}
+		})
+	}
+}
