@@ -144,17 +144,17 @@ func (d *jdec) sweepHost(h *SweepHost) bool {
 	})
 }
 
-// names parses a map of names by resolver.
-func (d *jdec) names(m *map[string]string) bool {
-	names := make(map[string]string, 2)
-	*m = names
+// names parses an object of names by resolver (as Names.UnmarshalJSON:
+// sorted, a repeated resolver keeping its last name).
+func (d *jdec) names(ns *Names) bool {
+	*ns = make(Names, 0, 2)
 	return d.object(func(key []byte) bool {
 		k := d.intern(key)
 		var v string
 		if !d.str(&v) {
 			return false
 		}
-		names[k] = v
+		ns.Set(k, v)
 		return true
 	})
 }

@@ -17,7 +17,7 @@ func fastCases(t testing.TB) map[string]string {
 		ProbesSent: 254, Complete: true, Errors: []string{"eth1: down"},
 		Hosts: []SweepHost{
 			{IP: "10.0.0.1", Network: "10.0.0.0/24", MAC: "00:11:22:33:44:55", RTTMicros: 700, Via: "icmp",
-				Names:    map[string]string{"dns": "router.lan", "mdns": "Router Ünïcode"},
+				Names:    NamesOf(map[string]string{"dns": "router.lan", "mdns": "Router Ünïcode"}),
 				Services: []Service{{Instance: "Web", Type: "_http._tcp", Port: 80}, {Instance: "x", Type: "_ssh._tcp", Port: 65535}},
 				UPnP:     &UPnP{FriendlyName: "Box", Manufacturer: "ACME", ModelName: "M1"}},
 			{IP: "10.0.0.2", Via: "neighbour"},
@@ -164,8 +164,8 @@ func BenchmarkDecodeSweep(b *testing.B) {
 	at := time.Date(2026, 2, 3, 4, 5, 6, 7000, time.UTC)
 	p, err := json.Marshal(SweepCompleted{ScanID: "12345", Started: at.Add(-time.Second), Finished: at,
 		Networks: []string{"10.0.0.0/8"}, ProbesSent: 2, Complete: true, Hosts: []SweepHost{
-			{IP: "10.0.1.17", Network: "10.0.0.0/8", MAC: "00:11:22:00:01:11", RTTMicros: 700, Via: "icmp", Names: map[string]string{"dns": "host-273.lab"}},
-			{IP: "10.0.1.18", Network: "10.0.0.0/8", MAC: "00:11:22:00:01:12", RTTMicros: 700, Via: "icmp", Names: map[string]string{"dns": "host-274.lab"}},
+			{IP: "10.0.1.17", Network: "10.0.0.0/8", MAC: "00:11:22:00:01:11", RTTMicros: 700, Via: "icmp", Names: NamesOf(map[string]string{"dns": "host-273.lab"})},
+			{IP: "10.0.1.18", Network: "10.0.0.0/8", MAC: "00:11:22:00:01:12", RTTMicros: 700, Via: "icmp", Names: NamesOf(map[string]string{"dns": "host-274.lab"})},
 		}})
 	if err != nil {
 		b.Fatal(err)

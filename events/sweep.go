@@ -3,7 +3,6 @@ package events
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -70,8 +69,9 @@ type SweepHost struct {
 	RTTMicros int64 `json:"rtt_us,omitempty"`
 	// Via says how the host was found: "icmp", "arp" or "neighbour".
 	Via string `json:"via"`
-	// Names maps a resolver (dns, mdns, netbios, dnssd, ssdp) to a name.
-	Names map[string]string `json:"names,omitempty"`
+	// Names are the host's names by resolver (dns, mdns, netbios, dnssd,
+	// ssdp); in JSON an object from resolver to name.
+	Names Names `json:"names,omitempty"`
 	// Services are DNS-SD services the host advertises.
 	Services []Service `json:"services,omitempty"`
 	// UPnP is what the host's SSDP description says, if anything.
@@ -167,7 +167,7 @@ func SortSweepHosts(hs []SweepHost) {
 // SameResponder reports whether b answered as a did, round trip aside.
 func SameResponder(a, b *SweepHost) bool {
 	if a.IP != b.IP || a.Network != b.Network || a.MAC != b.MAC || a.Via != b.Via ||
-		!maps.Equal(a.Names, b.Names) || !slices.Equal(a.Services, b.Services) {
+		!slices.Equal(a.Names, b.Names) || !slices.Equal(a.Services, b.Services) {
 		return false
 	}
 	switch {

@@ -93,7 +93,7 @@ func realInventory(t testing.TB, n int) *inventory.Inventory {
 			h.MAC = ""
 		}
 		if k%3 == 0 {
-			h.Names = map[string]string{"dns": fmt.Sprintf("h%d.lab", k), "mdns": fmt.Sprintf("H%d <b>&amp;\"Ü\u2028\x7f", k)}
+			h.Names = events.NamesOf(map[string]string{"dns": fmt.Sprintf("h%d.lab", k), "mdns": fmt.Sprintf("H%d <b>&amp;\"Ü\u2028\x7f", k)})
 		}
 		if k%5 == 0 {
 			h.UPnP = &events.UPnP{FriendlyName: fmt.Sprintf("TV %d\t'<>'", k), Manufacturer: "Sämsung & co"}

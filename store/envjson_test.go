@@ -16,7 +16,7 @@ func envelopeCases(t testing.TB) map[string][]byte {
 	at := time.Date(2026, 2, 3, 4, 5, 6, 7000, time.UTC)
 	_, sweep := sealed(t, events.MustNew(events.KindSweepCompleted, events.SweepCompleted{
 		ScanID: "s1", Started: at, Finished: at, Networks: []string{"10.0.0.0/24"}, Complete: true,
-		Hosts: []events.SweepHost{{IP: "10.0.0.1", MAC: "00:11:22:33:44:55", Via: "icmp", Names: map[string]string{"dns": "a<b>&é"}}},
+		Hosts: []events.SweepHost{{IP: "10.0.0.1", MAC: "00:11:22:33:44:55", Via: "icmp", Names: events.NamesOf(map[string]string{"dns": "a<b>&é"})}},
 	}, at))
 	_, all := sealed(t, events.Envelope{ID: "i", Time: at, Kind: events.KindClockTicked, V: 1,
 		Source: "sweep:lan", Actor: "älice", Device: "dev1", Stream: "scan/x", Payload: json.RawMessage(`{"at":"2026-02-03T04:05:06Z"}`)})
@@ -111,8 +111,8 @@ func BenchmarkDecodeEnvelope(b *testing.B) {
 	at := time.Date(2026, 2, 3, 4, 5, 6, 7000, time.UTC)
 	e := events.MustNew(events.KindSweepCompleted, events.SweepCompleted{ScanID: "12345", Started: at.Add(-time.Second), Finished: at,
 		Networks: []string{"10.0.0.0/8"}, ProbesSent: 2, Complete: true, Hosts: []events.SweepHost{
-			{IP: "10.0.1.17", Network: "10.0.0.0/8", MAC: "00:11:22:00:01:11", RTTMicros: 700, Via: "icmp", Names: map[string]string{"dns": "host-273.lab"}},
-			{IP: "10.0.1.18", Network: "10.0.0.0/8", MAC: "00:11:22:00:01:12", RTTMicros: 700, Via: "icmp", Names: map[string]string{"dns": "host-274.lab"}},
+			{IP: "10.0.1.17", Network: "10.0.0.0/8", MAC: "00:11:22:00:01:11", RTTMicros: 700, Via: "icmp", Names: events.NamesOf(map[string]string{"dns": "host-273.lab"})},
+			{IP: "10.0.1.18", Network: "10.0.0.0/8", MAC: "00:11:22:00:01:12", RTTMicros: 700, Via: "icmp", Names: events.NamesOf(map[string]string{"dns": "host-274.lab"})},
 		}}, at)
 	e.Source = "sweep:bench"
 	_, v := sealed(b, e)

@@ -30,7 +30,7 @@ func sweepEvent(tb testing.TB, n int, at time.Time) events.Envelope {
 			MAC:       fmt.Sprintf("aa:bb:cc:dd:ee:%02x", i),
 			RTTMicros: int64(400 + 37*i),
 			Via:       "icmp",
-			Names:     map[string]string{"dns": fmt.Sprintf("host%d.lan", i), "mdns": fmt.Sprintf("host%d.local", i)},
+			Names:     events.NamesOf(map[string]string{"dns": fmt.Sprintf("host%d.lan", i), "mdns": fmt.Sprintf("host%d.local", i)}),
 		}
 		if i == 1 {
 			h.Services = []events.Service{{Instance: "Printer", Type: "_ipp._tcp", Port: 631}}

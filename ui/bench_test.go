@@ -31,7 +31,7 @@ func BenchmarkDevicesPage(b *testing.B) {
 		for i := 1; i <= 250; i++ {
 			hosts = append(hosts, events.SweepHost{
 				IP: fmt.Sprintf("10.%d.%d.%d", n/256, n%256, i), Network: network, Via: "icmp", RTTMicros: 700,
-				MAC: fmt.Sprintf("02:00:00:%02x:%02x:%02x", n/256, n%256, i), Names: map[string]string{"dns": fmt.Sprintf("host-%d-%d.lan", n, i)},
+				MAC: fmt.Sprintf("02:00:00:%02x:%02x:%02x", n/256, n%256, i), Names: events.NamesOf(map[string]string{"dns": fmt.Sprintf("host-%d-%d.lan", n, i)}),
 			})
 		}
 		ev := events.MustNew(events.KindSweepCompleted, events.SweepCompleted{

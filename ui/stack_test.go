@@ -242,7 +242,7 @@ func host(i int, name string) events.SweepHost {
 	h := events.SweepHost{IP: fmt.Sprintf("10.0.0.%d", i), Network: "10.0.0.0/24", Via: "icmp", RTTMicros: 900,
 		MAC: fmt.Sprintf("02:00:00:00:%02x:%02x", i/256, i%256)}
 	if name != "" {
-		h.Names = map[string]string{"dns": name}
+		h.Names = events.NamesOf(map[string]string{"dns": name})
 	}
 	return h
 }

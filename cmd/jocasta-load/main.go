@@ -95,7 +95,7 @@ func seed(ctx context.Context, args []string) error {
 				Via:       "icmp",
 			}
 			if i%10 == 0 {
-				h.Names = map[string]string{"dns": fmt.Sprintf("host-%d.lan", i), "mdns": fmt.Sprintf("host-%d.local", i)}
+				h.Names = events.NamesOf(map[string]string{"dns": fmt.Sprintf("host-%d.lan", i), "mdns": fmt.Sprintf("host-%d.local", i)})
 			}
 			p.Hosts = append(p.Hosts, h)
 		}

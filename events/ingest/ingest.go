@@ -84,10 +84,7 @@ func SweepEvent(s *sources.Sweep, source string) (events.Envelope, error) {
 			sh.Network = h.Network.String()
 		}
 		if len(h.Names) > 0 {
-			sh.Names = make(map[string]string, len(h.Names))
-			for k, v := range h.Names {
-				sh.Names[k] = v
-			}
+			sh.Names = events.NamesOf(h.Names)
 		}
 		for _, sv := range h.Services {
 			sh.Services = append(sh.Services, events.Service{Instance: sv.Instance, Type: sv.Type, Port: sv.Port})

@@ -53,7 +53,7 @@ func TestSweepEvent(t *testing.T) {
 	}
 	want := []events.SweepHost{
 		{IP: "10.0.0.2", Network: "10.0.0.0/24", MAC: "aa:bb:cc:00:11:22", RTTMicros: 1500, Via: "icmp",
-			Names: map[string]string{"dns": "printer.lab"}, Services: []events.Service{{Instance: "Printer", Type: "_ipp._tcp", Port: 631}},
+			Names: events.NamesOf(map[string]string{"dns": "printer.lab"}), Services: []events.Service{{Instance: "Printer", Type: "_ipp._tcp", Port: 631}},
 			UPnP: &events.UPnP{FriendlyName: "P"}},
 		{IP: "10.0.0.9", Network: "10.0.0.0/24", Via: "neighbour"},
 	}

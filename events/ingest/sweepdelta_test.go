@@ -48,12 +48,12 @@ func TestSweepDifferences(t *testing.T) {
 		t.Fatalf("unchanged sweep: %+v", p)
 	}
 	got, err := events.ResolveSweep(&p, base)
-	if err != nil || len(got) != 2 || got[0].IP != "10.0.0.2" || got[0].RTTMicros != 6000 || got[1].RTTMicros != 3000 || got[0].Names["dns"] != "a.lab" {
+	if err != nil || len(got) != 2 || got[0].IP != "10.0.0.2" || got[0].RTTMicros != 6000 || got[1].RTTMicros != 3000 || got[0].Names.Map()["dns"] != "a.lab" {
 		t.Fatalf("resolved %+v %v", got, err)
 	}
 	// A renamed host is written whole.
 	p = rec(sweepOf(t0.Add(2*time.Minute), time.Millisecond, "b.lab"))
-	if p.Base != 2 || len(p.Hosts) != 1 || p.Hosts[0].Names["dns"] != "b.lab" || len(p.Same) != 2 {
+	if p.Base != 2 || len(p.Hosts) != 1 || p.Hosts[0].Names.Map()["dns"] != "b.lab" || len(p.Same) != 2 {
 		t.Fatalf("changed sweep: %+v", p)
 	}
 	// After a failed append, whole again.

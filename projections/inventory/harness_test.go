@@ -175,10 +175,7 @@ func host(ip, mac string, names ...string) events.SweepHost {
 	h := events.SweepHost{IP: ip, Network: lab, MAC: mac, Via: "icmp", RTTMicros: 800}
 	for _, n := range names {
 		src, name, _ := strings.Cut(n, "=")
-		if h.Names == nil {
-			h.Names = map[string]string{}
-		}
-		h.Names[src] = name
+		h.Names.Set(src, name)
 	}
 	return h
 }

@@ -39,7 +39,7 @@ func variedFleet(t testing.TB, n int) *harness {
 		hs := host(ip, mac)
 		hs.Network = ""
 		if k%3 == 0 {
-			hs.Names = map[string]string{"dns": fmt.Sprintf("h%d.lab", k), "mdns": fmt.Sprintf("H%d <b>&amp;\"Ü\u2028", k)}
+			hs.Names = events.NamesOf(map[string]string{"dns": fmt.Sprintf("h%d.lab", k), "mdns": fmt.Sprintf("H%d <b>&amp;\"Ü\u2028", k)})
 		}
 		if k%5 == 0 {
 			hs.UPnP = &events.UPnP{FriendlyName: fmt.Sprintf("TV %d\t'<>'", k), Manufacturer: "Sämsung & co"}

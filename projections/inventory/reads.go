@@ -291,7 +291,7 @@ func (i *Inventory) applyReadHost(em *emitter, hs *hostSet, h *events.ReadHost, 
 			d.FirstSeen, d.LastSeen = at, at
 		}
 	}
-	names := hostNamesOf(h.Names, new([]hostName))
+	names := hostNamesOf(events.NamesOf(h.Names))
 	if i.observe(d, &events.SweepHost{}, &names, src, at) {
 		t.derived = true
 	}

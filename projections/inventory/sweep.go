@@ -129,35 +129,39 @@ type hostPrep struct {
 
 // hostNames is what a host was named, by resolver: the names trimmed,
 // empty ones left out, and whether it gave an SSDP name at all (which
-// then wins over its UPnP friendly name). It is read from the host's map
-// ahead of apply.
+// then wins over its UPnP friendly name). It is read from the host's
+// names ahead of apply.
 type hostNames struct {
-	list []hostName
+	list events.Names
 	ssdp bool
 }
 
-type hostName struct{ from, name string }
-
-// hostNamesOf reads a host's names, appending them to buf (which the
-// hosts of a sweep share).
-func hostNamesOf(m map[string]string, buf *[]hostName) hostNames {
-	var ns hostNames
-	if len(m) == 0 {
-		return ns
-	}
-	start := len(*buf)
-	for from, name := range m {
-		if from == "ssdp" {
-			ns.ssdp = true
+// hostNamesOf reads a host's names. The list is ns itself when no name
+// needs trimming (the common case); else a trimmed copy.
+func hostNamesOf(ns events.Names) hostNames {
+	var hn hostNames
+	clean := true
+	for _, n := range ns {
+		if n.Source == "ssdp" {
+			hn.ssdp = true
 		}
-		name = strings.TrimSpace(name)
-		if name == "" || from == "" {
+		if n.Source == "" || n.Name == "" || strings.TrimSpace(n.Name) != n.Name {
+			clean = false
+		}
+	}
+	if clean {
+		hn.list = ns
+		return hn
+	}
+	hn.list = make(events.Names, 0, len(ns))
+	for _, n := range ns {
+		name := strings.TrimSpace(n.Name)
+		if name == "" || n.Source == "" {
 			continue
 		}
-		*buf = append(*buf, hostName{from: from, name: name})
+		hn.list = append(hn.list, events.Name{Source: n.Source, Name: name})
 	}
-	ns.list = (*buf)[start:len(*buf):len(*buf)]
-	return ns
+	return hn
 }
 
 // prepareSweep normalises a sweep and encodes its scan-log row.
@@ -186,11 +190,6 @@ func prepareSweep(ev events.Envelope, p *events.SweepCompleted) *sweepPrep {
 		}
 	}
 	sp.hosts = make([]hostPrep, 0, len(p.Hosts))
-	nNames := 0
-	for k := range p.Hosts {
-		nNames += len(p.Hosts[k].Names)
-	}
-	names := make([]hostName, 0, nNames)
 	for k := range p.Hosts {
 		h := &p.Hosts[k]
 		ip, err := netip.ParseAddr(h.IP)
@@ -198,7 +197,7 @@ func prepareSweep(ev events.Envelope, p *events.SweepCompleted) *sweepPrep {
 			continue // not an address: nothing to attach it to
 		}
 		ip = ip.Unmap()
-		sp.hosts = append(sp.hosts, hostPrep{h: h, ip: ip, ipStr: addrString(ip, h.IP), mac: normalizeMAC(h.MAC), network: norm(h.Network), names: hostNamesOf(h.Names, &names)})
+		sp.hosts = append(sp.hosts, hostPrep{h: h, ip: ip, ipStr: addrString(ip, h.IP), mac: normalizeMAC(h.MAC), network: norm(h.Network), names: hostNamesOf(h.Names)})
 	}
 	return sp
 }
@@ -448,7 +447,7 @@ func (i *Inventory) observe(d *device, h *events.SweepHost, names *hostNames, sr
 		d.Names.set(from, nameRec{Name: name, LastConfirmed: at})
 	}
 	for _, n := range names.list {
-		setName(n.from, n.name)
+		setName(n.Source, n.Name)
 	}
 	if h.UPnP != nil {
 		if fn := strings.TrimSpace(h.UPnP.FriendlyName); !names.ssdp && fn != "" {

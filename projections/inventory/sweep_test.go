@@ -162,7 +162,7 @@ func TestScenarios(t *testing.T) {
 		{
 			name: "off-link device identified by address, later gains a MAC",
 			run: func(h *harness) {
-				off := events.SweepHost{IP: "192.168.50.7", Network: "192.168.50.0/24", Via: "icmp", Names: map[string]string{"dns": "nas.branch"}}
+				off := events.SweepHost{IP: "192.168.50.7", Network: "192.168.50.0/24", Via: "icmp", Names: events.NamesOf(map[string]string{"dns": "nas.branch"})}
 				s := sweepAt(t0, off)
 				s.Networks = []string{"192.168.50.0/24"}
 				h.sweep(s)

@@ -49,7 +49,7 @@ func buildLog(b *testing.B, path string, n int) *store.Store {
 			ip = fmt.Sprintf("10.1.%d.%d", k/250%250, k%250+1)
 		}
 		return events.SweepHost{IP: ip, Network: "10.0.0.0/8", MAC: fmt.Sprintf("00:11:22:%02x:%02x:%02x", k>>16&0xff, k>>8&0xff, k&0xff),
-			Via: "icmp", RTTMicros: 700, Names: map[string]string{"dns": fmt.Sprintf("host-%d.lab", k)}}
+			Via: "icmp", RTTMicros: 700, Names: events.NamesOf(map[string]string{"dns": fmt.Sprintf("host-%d.lab", k)})}
 	}
 	batch := make([]events.Envelope, 0, 1000)
 	next := 0

@@ -245,10 +245,10 @@ func scenario(l *live, days int, mark func(day int, end time.Time)) {
 				}
 				h := events.SweepHost{IP: ip, Network: "10.0.0.0/24", MAC: mac(k), Via: "icmp"}
 				if k%4 == 0 {
-					h.Names = map[string]string{"dns": fmt.Sprintf("host%d-v%d.lab", k, day/5)}
+					h.Names = events.NamesOf(map[string]string{"dns": fmt.Sprintf("host%d-v%d.lab", k, day/5)})
 				}
 				if k%3 == 1 {
-					h.Names = map[string]string{"mdns": fmt.Sprintf("dev%d.local", k)}
+					h.Names = events.NamesOf(map[string]string{"mdns": fmt.Sprintf("dev%d.local", k)})
 				}
 				hosts = append(hosts, h)
 			}
