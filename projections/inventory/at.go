@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
+	"math/bits"
 	"reflect"
 	"slices"
 	"strings"
@@ -361,90 +362,110 @@ func compactHistory(tx *bolt.Tx, cut time.Time) error {
 
 // fingerprint hashes d's history fields: two states with the same
 // history.Device have the same fingerprint (addresses and names are
-// combined in any order, as the document sorts them).
+// combined in any order, as the document sorts them). Each string is
+// hashed on its own (maphash) and mixed into the sum in order.
 func (h *histState) fingerprint(d *device) uint64 {
-	var m, sub maphash.Hash
-	m.SetSeed(h.seed)
-	sub.SetSeed(h.seed)
-	str := func(s string) {
-		m.WriteString(s)
-		m.WriteByte(0)
-	}
-	ptr := func(p *string) {
-		if p == nil {
-			m.WriteByte(1)
-			return
-		}
-		m.WriteByte(2)
-		str(*p)
-	}
-	num := func(x int64) {
-		var b [8]byte
-		binary.LittleEndian.PutUint64(b[:], uint64(x))
-		m.Write(b[:])
-	}
-	str(d.name())
-	str(d.MAC)
-	str(d.vendor)
-	ptr(d.Label)
-	ptr(d.Group)
-	ptr(d.Type)
-	ptr(d.Notes)
-	var flags byte
+	m := fpMix{seed: h.seed}
+	m.str(d.name())
+	m.str(d.MAC)
+	m.str(d.vendor)
+	m.ptr(d.Label)
+	m.ptr(d.Group)
+	m.ptr(d.Type)
+	m.ptr(d.Notes)
+	var flags uint64
 	if d.Ignored {
 		flags |= 1
 	}
 	if d.Watched {
 		flags |= 2
 	}
-	m.WriteByte(flags)
-	str(d.Presence)
-	num(d.FirstSeen.UnixNano())
+	m.num(flags)
+	m.str(d.Presence)
+	m.num(uint64(d.FirstSeen.UnixNano()))
 	var set uint64
 	for _, n := range d.Names {
-		sub.Reset()
-		sub.WriteString(n.Src)
-		sub.WriteByte(0)
-		sub.WriteString(n.Val.Name)
-		set += sub.Sum64()
+		sub := fpMix{seed: h.seed}
+		sub.str(n.Src)
+		sub.str(n.Val.Name)
+		set += sub.sum()
 	}
-	num(int64(set))
+	m.num(set)
 	set = 0
 	for _, a := range d.Addrs {
-		sub.Reset()
-		sub.WriteString(a.IP)
-		sub.WriteByte(0)
-		sub.WriteString(a.Network)
-		sub.WriteByte(0)
-		var b [17]byte
-		binary.LittleEndian.PutUint64(b[:], uint64(a.FirstSeen.UnixNano()))
+		sub := fpMix{seed: h.seed}
+		sub.str(a.IP)
+		sub.str(a.Network)
+		sub.num(uint64(a.FirstSeen.UnixNano()))
 		if a.RetiredAt != nil {
-			b[8] = 1
-			binary.LittleEndian.PutUint64(b[9:], uint64(a.RetiredAt.UnixNano()))
+			sub.num(1)
+			sub.num(uint64(a.RetiredAt.UnixNano()))
+		} else {
+			sub.num(0)
 		}
-		sub.Write(b[:])
-		set += sub.Sum64()
+		set += sub.sum()
 	}
-	num(int64(set))
-	num(int64(len(d.Addrs)))
+	m.num(set)
+	m.num(uint64(len(d.Addrs)))
 	for _, p := range d.Ports {
-		num(int64(p.Port))
+		m.num(uint64(p.Port))
 	}
-	m.WriteByte(0xff)
+	m.num(0xff00)
 	for _, s := range d.Sources {
-		str(s)
+		m.str(s)
 	}
-	m.WriteByte(0xff)
+	m.num(0xff01)
 	if a := d.Attached; a != nil {
-		m.WriteByte(1)
-		str(a.Source)
-		str(a.DeviceID)
-		str(a.Peer)
-		str(a.Port)
-		str(a.SSID)
-		str(a.Band)
+		m.num(1)
+		m.str(a.Source)
+		m.str(a.DeviceID)
+		m.str(a.Peer)
+		m.str(a.Port)
+		m.str(a.SSID)
+		m.str(a.Band)
 	}
-	return m.Sum64()
+	return m.sum()
+}
+
+// fpMix folds values into a 64-bit fingerprint, in order: each string
+// by its own maphash, each step a bijection of the state for a given
+// value (so that values in another order or split another way give
+// another sum).
+type fpMix struct {
+	seed maphash.Seed
+	h    uint64
+	n    uint64
+}
+
+func (m *fpMix) num(x uint64) {
+	m.n++
+	m.h = bits.RotateLeft64(m.h^x^m.n<<56, 31) * 0x9e3779b97f4a7c15
+}
+
+func (m *fpMix) str(s string) {
+	m.num(uint64(len(s)))
+	m.num(maphash.String(m.seed, s))
+}
+
+func (m *fpMix) ptr(p *string) {
+	if p == nil {
+		m.num(1)
+		return
+	}
+	m.num(2)
+	m.str(*p)
+}
+
+// sum finishes the fingerprint (a final avalanche, so that sums of
+// several are well spread).
+func (m *fpMix) sum() uint64 {
+	x := m.h ^ m.n
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
 }
 
 // historyDoc builds d's history fields. The caller holds the write lock

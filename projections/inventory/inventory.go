@@ -126,8 +126,10 @@ type Inventory struct {
 	deleted    map[string]bool
 	metaDirty  bool
 	readsDirty map[string]map[string]bool
-	// sweepBaseDirty lists the sources whose last sweep moved.
-	sweepBaseDirty map[string]bool
+	// lastBase is the sweep base of lastBaseSrc, the source of the last
+	// sweep (a map lookup saved per sweep).
+	lastBase    *sweepBase
+	lastBaseSrc string
 	// sourceChanges are the source moves of the event being applied.
 	sourceChanges []sourceChange
 
@@ -177,7 +179,7 @@ func (i *Inventory) reset() {
 	i.reads = map[string]*hostSet{}
 	i.readsDirty = map[string]map[string]bool{}
 	i.sweepBases = map[string]*sweepBase{}
-	i.sweepBaseDirty = map[string]bool{}
+	i.lastBase, i.lastBaseSrc = nil, ""
 	i.dirty = map[string]*device{}
 	i.deleted = map[string]bool{}
 	i.metaDirty = false

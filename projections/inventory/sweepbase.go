@@ -22,7 +22,10 @@ const bucketSweepBase = "inventory.sweep_base"
 type sweepBase struct {
 	seq   uint64
 	hosts []events.SweepHost // round trips as sent; not used
-	dirty bool               // hosts changed since stored
+	// stored are the responders as last written to the bucket (or
+	// loaded from it); moved says that seq moved since.
+	stored []events.SweepHost
+	moved  bool
 }
 
 // deltaPrep is a sweep written against its source's previous one, to be
@@ -55,26 +58,33 @@ func (i *Inventory) resolveSweep(src string, p *events.SweepCompleted) *events.S
 }
 
 // keepSweepBase records a source's sweep (whole, in address order) as the
-// base of its next one.
+// base of its next one. The event's responders are kept as they are
+// (nothing changes them once decoded); whether they differ from the
+// stored ones is asked once a batch, at Flush.
 func (i *Inventory) keepSweepBase(src string, seq uint64, hosts []events.SweepHost) {
-	b := i.sweepBases[src]
-	if b == nil {
-		b = &sweepBase{}
-		i.sweepBases[src] = b
+	b := i.lastBase
+	if b == nil || i.lastBaseSrc != src {
+		if b = i.sweepBases[src]; b == nil {
+			b = &sweepBase{}
+			i.sweepBases[src] = b
+		}
+		i.lastBase, i.lastBaseSrc = b, src
 	}
-	b.seq = seq
-	same := len(b.hosts) == len(hosts)
-	for k := 0; same && k < len(hosts); k++ {
-		same = events.SameResponder(&b.hosts[k], &hosts[k])
+	b.seq, b.hosts, b.moved = seq, hosts, true
+}
+
+// sameResponders reports whether two sweeps' responders are the same,
+// round trips aside.
+func sameResponders(a, b []events.SweepHost) bool {
+	if len(a) != len(b) {
+		return false
 	}
-	if !same {
-		// The event's responders are kept as they are (nothing changes
-		// them once decoded); their round trips are left out when the
-		// base is stored.
-		b.hosts = hosts
-		b.dirty = true
+	for k := range a {
+		if !events.SameResponder(&a[k], &b[k]) {
+			return false
+		}
 	}
-	i.sweepBaseDirty[src] = true
+	return true
 }
 
 func sweepSeqKey(src string) []byte { return []byte(src + "\x00seq") }
@@ -99,27 +109,35 @@ func (i *Inventory) loadSweepBases(tx *bolt.Tx) error {
 			sb.seq = binary.BigEndian.Uint64(v)
 			return nil
 		}
-		return json.Unmarshal(v, &sb.hosts)
+		if err := json.Unmarshal(v, &sb.hosts); err != nil {
+			return err
+		}
+		sb.stored = sb.hosts
+		return nil
 	})
 }
 
-// flushSweepBases writes the sources' last sweeps that moved.
+// flushSweepBases writes the sources' last sweeps that moved: the seq,
+// and the responders (without their round trips, which references
+// carry) when they are not those stored.
 func (i *Inventory) flushSweepBases(tx *bolt.Tx) error {
-	if len(i.sweepBaseDirty) == 0 {
-		return nil
-	}
-	b := tx.Bucket([]byte(bucketSweepBase))
-	if b == nil {
-		return fmt.Errorf("inventory: flush: bucket %q missing", bucketSweepBase)
-	}
-	for _, src := range sortedKeys(i.sweepBaseDirty) {
+	var b *bolt.Bucket
+	for _, src := range sortedKeys(i.sweepBases) {
 		sb := i.sweepBases[src]
+		if !sb.moved {
+			continue
+		}
+		if b == nil {
+			if b = tx.Bucket([]byte(bucketSweepBase)); b == nil {
+				return fmt.Errorf("inventory: flush: bucket %q missing", bucketSweepBase)
+			}
+		}
 		var seq [8]byte
 		binary.BigEndian.PutUint64(seq[:], sb.seq)
 		if err := b.Put(sweepSeqKey(src), seq[:]); err != nil {
 			return fmt.Errorf("inventory: flush: sweep base seq: %w", err)
 		}
-		if sb.dirty {
+		if !sameResponders(sb.stored, sb.hosts) {
 			hosts := make([]events.SweepHost, len(sb.hosts))
 			copy(hosts, sb.hosts)
 			for k := range hosts {
@@ -132,9 +150,9 @@ func (i *Inventory) flushSweepBases(tx *bolt.Tx) error {
 			if err := b.Put([]byte(src), v); err != nil {
 				return fmt.Errorf("inventory: flush: sweep base: %w", err)
 			}
-			sb.dirty = false
+			sb.stored = sb.hosts
 		}
+		sb.moved = false
 	}
-	clear(i.sweepBaseDirty)
 	return nil
 }
