@@ -99,7 +99,8 @@ func addrString(ip netip.Addr, s string) string {
 // sweepTouch is what one sweep did to one device.
 type sweepTouch struct {
 	d       *device
-	seen    []string // addresses found in this sweep
+	seen    []string  // addresses found in this sweep
+	seen1   [1]string // seen's first address (most devices answer at one)
 	isNew   bool
 	derived bool // names, addresses or MAC changed: refresh search fields
 }
@@ -206,7 +207,9 @@ func prepareSweep(ev events.Envelope, p *events.SweepCompleted) *sweepPrep {
 func (i *Inventory) applySweep(em *emitter, sp *sweepPrep) error {
 	ev := em.ev
 	fin, start, nets := sp.fin, sp.start, sp.nets
-	touched := make([]*sweepTouch, 0, len(sp.hosts))
+	// At most one touch a host: the slice never grows past its
+	// capacity, so pointers into it stay valid.
+	touched := make([]sweepTouch, 0, len(sp.hosts))
 	var byDev map[*device]*sweepTouch // for big sweeps; small ones search touched
 	if len(sp.hosts) > 16 {
 		byDev = make(map[*device]*sweepTouch, len(sp.hosts))
@@ -215,9 +218,9 @@ func (i *Inventory) applySweep(em *emitter, sp *sweepPrep) error {
 		if byDev != nil {
 			return byDev[d]
 		}
-		for _, t := range touched {
-			if t.d == d {
-				return t
+		for k := range touched {
+			if touched[k].d == d {
+				return &touched[k]
 			}
 		}
 		return nil
@@ -232,11 +235,12 @@ func (i *Inventory) applySweep(em *emitter, sp *sweepPrep) error {
 		}
 		t := find(d)
 		if t == nil {
-			t = &sweepTouch{d: d, isNew: isNew, derived: isNew}
+			touched = append(touched, sweepTouch{d: d, isNew: isNew, derived: isNew})
+			t = &touched[len(touched)-1]
+			t.seen = t.seen1[:0]
 			if byDev != nil {
 				byDev[d] = t
 			}
-			touched = append(touched, t)
 		}
 		if gained {
 			t.derived = true
@@ -265,7 +269,8 @@ func (i *Inventory) applySweep(em *emitter, sp *sweepPrep) error {
 		}
 	}
 
-	for _, t := range touched {
+	for k := range touched {
+		t := &touched[k]
 		d := t.d
 		// Retire addresses the device has not answered at for longer than
 		// the grace, now that it answers elsewhere.
