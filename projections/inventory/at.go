@@ -366,9 +366,7 @@ func compactHistory(tx *bolt.Tx, cut time.Time) error {
 // hashed on its own (maphash) and mixed into the sum in order.
 func (h *histState) fingerprint(d *device) uint64 {
 	m := fpMix{seed: h.seed}
-	m.str(d.name())
-	m.str(d.MAC)
-	m.str(d.vendor)
+	m.str(d.name(), d.MAC, d.vendor)
 	m.ptr(d.Label)
 	m.ptr(d.Group)
 	m.ptr(d.Type)
@@ -386,16 +384,14 @@ func (h *histState) fingerprint(d *device) uint64 {
 	var set uint64
 	for _, n := range d.Names {
 		sub := fpMix{seed: h.seed}
-		sub.str(n.Src)
-		sub.str(n.Val.Name)
+		sub.str(n.Src, n.Val.Name)
 		set += sub.sum()
 	}
 	m.num(set)
 	set = 0
 	for _, a := range d.Addrs {
 		sub := fpMix{seed: h.seed}
-		sub.str(a.IP)
-		sub.str(a.Network)
+		sub.str(a.IP, a.Network)
 		sub.num(uint64(a.FirstSeen.UnixNano()))
 		if a.RetiredAt != nil {
 			sub.num(1)
@@ -417,12 +413,7 @@ func (h *histState) fingerprint(d *device) uint64 {
 	m.num(0xff01)
 	if a := d.Attached; a != nil {
 		m.num(1)
-		m.str(a.Source)
-		m.str(a.DeviceID)
-		m.str(a.Peer)
-		m.str(a.Port)
-		m.str(a.SSID)
-		m.str(a.Band)
+		m.str(a.Source, a.DeviceID, a.Peer, a.Port, a.SSID, a.Band)
 	}
 	return m.sum()
 }
@@ -442,9 +433,11 @@ func (m *fpMix) num(x uint64) {
 	m.h = bits.RotateLeft64(m.h^x^m.n<<56, 31) * 0x9e3779b97f4a7c15
 }
 
-func (m *fpMix) str(s string) {
-	m.num(uint64(len(s)))
-	m.num(maphash.String(m.seed, s))
+func (m *fpMix) str(ss ...string) {
+	for _, s := range ss {
+		m.num(uint64(len(s)))
+		m.num(maphash.String(m.seed, s))
+	}
 }
 
 func (m *fpMix) ptr(p *string) {
