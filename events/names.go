@@ -93,13 +93,21 @@ func (ns Names) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// UnmarshalJSON reads an object as encoding/json reads it into a map (a
-// repeated resolver keeps its last name; null leaves ns nil).
+// UnmarshalJSON reads an object as encoding/json reads it into a map: a
+// repeated resolver keeps its last name, names already in ns are kept
+// unless named again (as a map is merged into, which a repeated "names"
+// key does), and null makes ns nil.
 func (ns *Names) UnmarshalJSON(b []byte) error {
 	var m map[string]string
 	if err := json.Unmarshal(b, &m); err != nil {
 		return err
 	}
-	*ns = NamesOf(m)
+	if m == nil || *ns == nil {
+		*ns = NamesOf(m)
+		return nil
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		ns.Set(k, m[k])
+	}
 	return nil
 }

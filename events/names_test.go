@@ -65,6 +65,9 @@ func TestNamesDecodeAsAMap(t *testing.T) {
 		`{"ip":"x","names":null}`:                             nil,
 		`{"ip":"x","names":{}}`:                               {},
 		`{"ip":"x"}`:                                          nil,
+		// A repeated "names" merges, as into a map.
+		`{"ip":"x","names":{"dns":"a","mdns":"m"},"names":{"dns":"b","ssdp":"s"}}`: {{"dns", "b"}, {"mdns", "m"}, {"ssdp", "s"}},
+		`{"ip":"x","names":{"dns":"a"},"names":null}`:                              nil,
 	} {
 		var h hostWithNames
 		if err := json.Unmarshal([]byte(in), &h); err != nil {
@@ -72,6 +75,13 @@ func TestNamesDecodeAsAMap(t *testing.T) {
 		}
 		if !reflect.DeepEqual(h.Names, want) {
 			t.Errorf("%s: names %#v, want %#v", in, h.Names, want)
+		}
+		var m hostWithMap
+		if err := json.Unmarshal([]byte(in), &m); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(h.Names.Map(), m.Names) {
+			t.Errorf("%s: names %v, the map %v", in, h.Names.Map(), m.Names)
 		}
 		if err := json.Unmarshal([]byte(`{"names":[]}`), &h); err == nil {
 			t.Errorf("an array of names was accepted")

@@ -100,7 +100,8 @@ func (c *fileCopier) Write(p []byte) (int, error) {
 }
 
 // ReadFrom copies a section of a file in the kernel, and anything else
-// (or the rest, where the kernel cannot) through a buffer.
+// (or the rest, where the kernel stops) through a buffer, whose reads
+// and writes report any real error.
 func (c *fileCopier) ReadFrom(r io.Reader) (int64, error) {
 	var done int64
 	if lr, ok := r.(*io.LimitedReader); ok {
@@ -111,14 +112,11 @@ func (c *fileCopier) ReadFrom(r io.Reader) (int64, error) {
 					return 0, err
 				}
 				_, base, size := sr.Outer()
-				n, err := copyFileRange(src, base+pos, c.f, c.off, min(lr.N, size-pos))
+				n := kernelCopy(src, base+pos, c.f, c.off, min(lr.N, size-pos))
+				if _, err := sr.Seek(n, io.SeekCurrent); err != nil {
+					return 0, err
+				}
 				done, c.off, lr.N, c.kernel = n, c.off+n, lr.N-n, c.kernel+n
-				if _, serr := sr.Seek(n, io.SeekCurrent); serr != nil && err == nil {
-					err = serr
-				}
-				if err != nil && !errors.Is(err, errNoKernelCopy) {
-					return done, err
-				}
 			}
 		}
 	}
@@ -150,49 +148,35 @@ func startWriteback(f *os.File) {
 	}
 }
 
-// errNoKernelCopy says that the kernel cannot copy between these files
-// (another file system, an old kernel): the caller copies through a
-// buffer.
-var errNoKernelCopy = errors.New("no kernel copy between these files")
-
-// copyFileRange copies n bytes at src offset roff to dst offset woff
-// with copy_file_range, neither file's offset moving. It returns what it
-// copied, and errNoKernelCopy when the kernel refuses the files.
-func copyFileRange(src *os.File, roff int64, dst *os.File, woff int64, n int64) (int64, error) {
+// kernelCopy copies up to n bytes at src offset roff to dst offset woff
+// with copy_file_range, neither file's offset moving, and returns how
+// many it copied. It stops at the first refusal, error or end of file,
+// whatever the cause (another file system, an old kernel, a short
+// file): the caller copies the rest through a buffer, as os.File does
+// when the kernel cannot, and that copy reports what is really wrong.
+func kernelCopy(src *os.File, roff int64, dst *os.File, woff int64, n int64) int64 {
 	rc, err := src.SyscallConn()
 	if err != nil {
-		return 0, errNoKernelCopy
+		return 0
 	}
 	wc, err := dst.SyscallConn()
 	if err != nil {
-		return 0, errNoKernelCopy
+		return 0
 	}
 	var copied int64
-	var cerr error
-	ctlErr := rc.Control(func(rfd uintptr) {
-		cerr = wc.Control(func(wfd uintptr) {
+	_ = rc.Control(func(rfd uintptr) {
+		_ = wc.Control(func(wfd uintptr) {
 			for copied < n {
-				chunk := int(min(n-copied, 1<<30))
-				k, err := unix.CopyFileRange(int(rfd), &roff, int(wfd), &woff, chunk, 0)
-				switch {
-				case err == unix.EINTR:
+				k, err := unix.CopyFileRange(int(rfd), &roff, int(wfd), &woff, int(min(n-copied, 1<<30)), 0)
+				if err == unix.EINTR {
 					continue
-				case err != nil && copied == 0 && (err == unix.ENOSYS || err == unix.EXDEV || err == unix.EINVAL || err == unix.EOPNOTSUPP || err == unix.EPERM):
-					cerr = errNoKernelCopy
-					return
-				case err != nil:
-					cerr = fmt.Errorf("copy_file_range: %w", err)
-					return
-				case k == 0:
-					cerr = io.ErrUnexpectedEOF // the file is shorter than its section
+				}
+				if err != nil || k <= 0 {
 					return
 				}
 				copied += int64(k)
 			}
 		})
 	})
-	if ctlErr != nil && cerr == nil {
-		cerr = errNoKernelCopy
-	}
-	return copied, cerr
+	return copied
 }

@@ -28,24 +28,34 @@ func TestFileCopier(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
+	writeOnly, err := os.OpenFile(srcPath, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writeOnly.Close()
 	head := []byte("two meta pages")
 	for _, c := range []struct {
 		name       string
 		reader     func() io.Reader
 		n          int64
 		want       []byte
-		wantKernel bool
+		wantKernel int64 // bytes the kernel copies
+		wantErr    bool  // and then want holds what was copied before it
 	}{
 		{"a section of a file", func() io.Reader { return io.NewSectionReader(src, 4096, int64(len(data))-4096) },
-			int64(len(data)) - 4096, data[4096:], true},
+			int64(len(data)) - 4096, data[4096:], int64(len(data)) - 4096, false},
 		{"part of a section, read from its middle", func() io.Reader {
 			sr := io.NewSectionReader(src, 100, 2<<20)
 			if _, err := sr.Seek(1000, io.SeekStart); err != nil {
 				t.Fatal(err)
 			}
 			return sr
-		}, 1 << 20, data[1100 : 1100+1<<20], true},
-		{"not a file", func() io.Reader { return bytes.NewReader(data[:5000]) }, 5000, data[:5000], false},
+		}, 1 << 20, data[1100 : 1100+1<<20], 1 << 20, false},
+		{"not a file", func() io.Reader { return bytes.NewReader(data[:5000]) }, 5000, data[:5000], 0, false},
+		{"a section past the end of its file: the kernel copies what is there, the buffer finds the end",
+			func() io.Reader { return io.NewSectionReader(src, int64(len(data))-1000, 5000) }, 5000, data[len(data)-1000:], 1000, true},
+		{"a file the kernel cannot read: the buffer reports why",
+			func() io.Reader { return io.NewSectionReader(writeOnly, 0, 4096) }, 4096, nil, 0, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out, err := os.Create(filepath.Join(dir, "out"))
@@ -57,7 +67,12 @@ func TestFileCopier(t *testing.T) {
 			if _, err := fc.Write(head); err != nil {
 				t.Fatal(err)
 			}
-			if n, err := io.CopyN(fc, c.reader(), c.n); err != nil || n != c.n {
+			n, err := io.CopyN(fc, c.reader(), c.n)
+			if c.wantErr {
+				if err == nil || n != int64(len(c.want)) {
+					t.Fatalf("CopyN = %d, %v; want %d and an error", n, err, len(c.want))
+				}
+			} else if err != nil || n != c.n {
 				t.Fatalf("CopyN = %d, %v; want %d", n, err, c.n)
 			}
 			got, err := os.ReadFile(out.Name())
@@ -67,8 +82,8 @@ func TestFileCopier(t *testing.T) {
 			if !bytes.Equal(got, append(append([]byte(nil), head...), c.want...)) {
 				t.Fatalf("the copy differs (%d bytes, want %d)", len(got), len(head)+len(c.want))
 			}
-			if (fc.kernel == c.n) != c.wantKernel {
-				t.Errorf("the kernel copied %d of %d bytes; kernel copy wanted: %v", fc.kernel, c.n, c.wantKernel)
+			if fc.kernel != c.wantKernel {
+				t.Errorf("the kernel copied %d bytes, want %d", fc.kernel, c.wantKernel)
 			}
 		})
 	}

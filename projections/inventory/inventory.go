@@ -457,8 +457,8 @@ func (i *Inventory) SharedPayload(kind string) (*events.Registry, bool) {
 
 // PrepareShared implements runner.SharedPreparer: Prepare of a run whose
 // payload is decoded. The preparations only read it (a read's hosts are
-// normalised as copies; a sweep written whole is copied by keepSweepBase
-// before the inventory keeps its hosts).
+// normalised as copies; a sweep written whole is kept by keepSweepBase as
+// the next one's base, which nothing changes).
 func (i *Inventory) PrepareShared(ev events.Envelope, payload any) (any, error) {
 	if r, ok := prepareRun(ev, payload); ok {
 		return r, nil
