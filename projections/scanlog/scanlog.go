@@ -1,9 +1,11 @@
 package scanlog
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
@@ -61,7 +63,13 @@ type Log struct {
 	db    *bolt.DB // set by Load; queries read it
 	bases map[string]sweepBase
 	dirty map[string]bool // sources whose base Flush writes
+	// pending are the batch's rows, written at Flush (or before a purge)
+	// in key order: bbolt splits a leaf only at commit, so rows put one
+	// by one during the batch each search the one leaf they pile into.
+	pending []pendingRow
 }
+
+type pendingRow struct{ key, row []byte }
 
 // New returns an empty scan log that decodes payloads with reg (nil:
 // events.Default).
@@ -88,6 +96,7 @@ func (l *Log) Load(tx *bolt.Tx) error {
 	defer l.mu.Unlock()
 	l.db = tx.DB()
 	l.bases, l.dirty = map[string]sweepBase{}, map[string]bool{}
+	l.pending = nil
 	b := tx.Bucket(bSweeps)
 	if b == nil {
 		return nil
@@ -241,6 +250,9 @@ func (l *Log) ApplyPrepared(tx *bolt.Tx, ev events.Envelope, p any) error {
 		return fmt.Errorf("scanlog: apply seq %d: bucket %s missing", ev.Seq, BucketScans)
 	}
 	if pp.purge != nil {
+		if err := l.putPending(b); err != nil {
+			return fmt.Errorf("scanlog: apply seq %d: %w", ev.Seq, err)
+		}
 		if err := deleteBefore(b, pp.purge.before); err != nil {
 			return fmt.Errorf("scanlog: apply seq %d: purge: %w", ev.Seq, err)
 		}
@@ -251,12 +263,26 @@ func (l *Log) ApplyPrepared(tx *bolt.Tx, ev events.Envelope, p any) error {
 			return fmt.Errorf("scanlog: apply seq %d: %w", ev.Seq, err)
 		}
 	}
+	l.pending = append(l.pending, pendingRow{pp.key, pp.row})
+	return nil
+}
+
+// putPending writes the batch's rows so far, in key order.
+func (l *Log) putPending(b *bolt.Bucket) error {
+	if len(l.pending) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(l.pending, func(x, y pendingRow) int { return bytes.Compare(x.key, y.key) })
 	// Entries are appended in finish-time order (nearly always): pack
 	// the pages nearly full instead of splitting them half full.
 	b.FillPercent = 0.95
-	if err := b.Put(pp.key, pp.row); err != nil {
-		return fmt.Errorf("scanlog: apply seq %d: %w", ev.Seq, err)
+	for _, r := range l.pending {
+		if err := b.Put(r.key, r.row); err != nil {
+			return err
+		}
 	}
+	clear(l.pending)
+	l.pending = l.pending[:0]
 	return nil
 }
 
@@ -297,6 +323,13 @@ func (l *Log) applySweep(ev events.Envelope, pp *prepared) error {
 // Flush implements runner.Flusher: the sweep bases changed since the
 // last flush are written once per batch, not once per sweep.
 func (l *Log) Flush(tx *bolt.Tx) error {
+	if b := tx.Bucket(bScans); b != nil {
+		if err := l.putPending(b); err != nil {
+			return fmt.Errorf("scanlog: flush: %w", err)
+		}
+	} else if len(l.pending) > 0 {
+		return fmt.Errorf("scanlog: flush: bucket %s missing", BucketScans)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.dirty) == 0 {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -378,5 +379,64 @@ func TestPrepareSharedEqualsPrepare(t *testing.T) {
 	}
 	if _, ok := l.SharedPayload(events.KindClockTicked); ok {
 		t.Error("clock ticks are shared")
+	}
+}
+
+// A batch's rows are written at Flush in key order; a purge in the same
+// batch sees the rows before it; a batch that fails leaves nothing
+// behind once the runner has reloaded the log.
+func TestRowsOfABatch(t *testing.T) {
+	h := newHarness(t)
+	sweep := func(id string, at time.Time) events.Envelope {
+		return h.envelope(events.KindSweepCompleted, events.SweepCompleted{ScanID: id, Started: at, Finished: at}, at, "sweep:lab")
+	}
+	cut := t0.Add(90 * time.Minute)
+	batch := []events.Envelope{
+		sweep("late", t0.Add(3*time.Hour)), // out of finish-time order
+		sweep("old1", t0),
+		sweep("old2", t0.Add(time.Hour)),
+		h.envelope(events.KindRetentionPurged, events.RetentionPurged{HistoryBefore: &cut, Counts: map[string]int{"scans": 2}}, t0.Add(4*time.Hour), "retention"),
+		sweep("new", t0.Add(2*time.Hour)),
+	}
+	err := h.db.Update(func(tx *bolt.Tx) error {
+		for _, ev := range batch {
+			if err := h.log.Apply(tx, ev); err != nil {
+				return err
+			}
+		}
+		return h.log.Flush(tx)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, s := range h.all() {
+		ids = append(ids, s.ID)
+	}
+	if want := []string{"late", "new"}; !slices.Equal(ids, want) {
+		t.Fatalf("entries %v, want %v (newest first)", ids, want)
+	}
+
+	failed := errors.New("another projection failed")
+	err = h.db.Update(func(tx *bolt.Tx) error {
+		if err := h.log.Apply(tx, sweep("lost", t0.Add(5*time.Hour))); err != nil {
+			return err
+		}
+		return failed
+	})
+	if !errors.Is(err, failed) {
+		t.Fatal(err)
+	}
+	// The runner reloads every projection after a failed batch.
+	if err := h.db.View(h.log.Load); err != nil {
+		t.Fatal(err)
+	}
+	h.mustApply(events.KindSweepCompleted, events.SweepCompleted{ScanID: "after", Started: t0.Add(6 * time.Hour), Finished: t0.Add(6 * time.Hour)}, t0.Add(6*time.Hour), "sweep:lab")
+	ids = ids[:0]
+	for _, s := range h.all() {
+		ids = append(ids, s.ID)
+	}
+	if want := []string{"after", "late", "new"}; !slices.Equal(ids, want) {
+		t.Fatalf("after a failed batch: entries %v, want %v", ids, want)
 	}
 }
