@@ -394,8 +394,9 @@ func (t *tools) edit(ctx context.Context, req *sdk.CallToolRequest, in EditIn) (
 	if _, err := t.device(ctx, in.ID); err != nil {
 		return nil, projections.Device{}, err
 	}
+	given := map[string]*string{"label": in.Label, "group": in.Group, "type": in.Type, "notes": in.Notes}
 	for _, f := range in.Clear {
-		if set := map[string]*string{"label": in.Label, "group": in.Group, "type": in.Type, "notes": in.Notes}[f]; set != nil {
+		if given[f] != nil {
 			return nil, projections.Device{}, fmt.Errorf("%s is both given and in clear: give one or the other", f)
 		}
 	}

@@ -124,7 +124,7 @@ func (l *Log) Apply(tx *bolt.Tx, ev events.Envelope) error {
 // to purge before.
 type prepared struct {
 	scan     projections.Scan
-	sweep    *sweepRefs // &refs for a sweep, else nil
+	sweep    bool // a sweep: refs says what it repeats
 	refs     sweepRefs
 	key, row []byte
 	purge    *purge
@@ -224,10 +224,9 @@ func prepareScan(ev events.Envelope, s projections.Scan, refs *sweepRefs) (any, 
 	if s.Errors == nil {
 		s.Errors = []string{}
 	}
-	pp := &prepared{scan: s}
+	pp := &prepared{scan: s, sweep: refs != nil}
 	if refs != nil {
-		pp.refs = *refs // in the same allocation
-		pp.sweep = &pp.refs
+		pp.refs = *refs
 	}
 	if refs == nil || refs.base == 0 {
 		// Nothing to check against earlier sweeps: encode it here, off
@@ -258,7 +257,7 @@ func (l *Log) ApplyPrepared(tx *bolt.Tx, ev events.Envelope, p any) error {
 		}
 		return nil
 	}
-	if pp.sweep != nil {
+	if pp.sweep {
 		if err := l.applySweep(ev, pp); err != nil {
 			return fmt.Errorf("scanlog: apply seq %d: %w", ev.Seq, err)
 		}
@@ -300,7 +299,7 @@ func (l *Log) loadedDB() (*bolt.DB, error) {
 // last sweep, as the inventory resolves it, and records the sweep as the
 // source's last.
 func (l *Log) applySweep(ev events.Envelope, pp *prepared) error {
-	r := pp.sweep
+	r := &pp.refs
 	n := r.whole + len(r.same)/2
 	if r.base != 0 {
 		if !l.resolves(ev.Source, r) {
