@@ -11,8 +11,10 @@
 // bound to the token that opened it and every tool call knows who asks.
 //
 // Read tools: search_devices, get_device, change_log, list_scans,
-// inventory_stats. Write tools (read_write tokens only; a read token gets
-// a tool error): edit_device, watch_device. Writes go through the write
+// inventory_stats. Write tools (read_write tokens only): edit_device,
+// watch_device. A session opened with a read token is served by a server
+// without them, so they are not listed to it; a call of one anyway gets a
+// tool error saying it needs a read_write token. Writes go through the write
 // side (httpapi.Commander, events/command) with the token as actor, as
 // the JSON API's do, so each is an event whose actor names the token.
 //

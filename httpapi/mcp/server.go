@@ -56,13 +56,18 @@ func Handler(d Deps) (http.Handler, error) {
 // holds its shutdown.
 type Endpoint struct {
 	http.Handler
-	srv *sdk.Server
+	// servers are the read_write server and the read one: a read token's
+	// session is served by the one without the write tools, so a model
+	// is never offered a tool it may not call.
+	servers [2]*sdk.Server
 }
 
 // Close ends every open session.
 func (e *Endpoint) Close() {
-	for ss := range e.srv.Sessions() {
-		_ = ss.Close()
+	for _, s := range e.servers {
+		for ss := range s.Sessions() {
+			_ = ss.Close()
+		}
 	}
 }
 
@@ -81,17 +86,17 @@ func NewEndpoint(d Deps) (*Endpoint, error) {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
-	s := sdk.NewServer(&sdk.Implementation{Name: "jocasta", Title: "jocasta network device inventory", Version: d.Version}, &sdk.ServerOptions{
-		Instructions: "jocasta keeps an inventory of the devices on the local networks it sweeps. Use search_devices to find devices, " +
-			"get_device for everything about one, change_log for what changed and when, list_scans for the sweeps and port scans, " +
-			"inventory_stats for counts. Times are RFC 3339 UTC.",
-	})
 	t := &tools{d: d}
-	t.register(s)
-	t.registerActivity(s)
-	t.registerHistory(s)
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s },
-		&sdk.StreamableHTTPOptions{Logger: d.Log, SessionTimeout: 30 * time.Minute})
+	rw, ro := t.server(true), t.server(false)
+	// getServer runs for a request that opens a session; a request of an
+	// open session goes to the session's server (the SDK also checks that
+	// it comes with the token that opened it).
+	h := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
+		if p, ok := httpapi.PrincipalFromContext(r.Context()); ok && p.Mode == events.ModeReadWrite {
+			return rw
+		}
+		return ro
+	}, &sdk.StreamableHTTPOptions{Logger: d.Log, SessionTimeout: 30 * time.Minute})
 	// The router has checked the token; hand its principal to the SDK.
 	verify := func(ctx context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		p, ok := httpapi.PrincipalFromContext(r.Context())
@@ -102,7 +107,42 @@ func NewEndpoint(d Deps) (*Endpoint, error) {
 			Expiration: time.Now().Add(24 * time.Hour),
 			Extra:      map[string]any{"actor": httpapi.TokenActor(p)}}, nil
 	}
-	return &Endpoint{Handler: auth.RequireBearerToken(verify, nil)(h), srv: s}, nil
+	return &Endpoint{Handler: auth.RequireBearerToken(verify, nil)(h), servers: [2]*sdk.Server{rw, ro}}, nil
+}
+
+// server is the MCP server with every read tool, and with the write
+// tools when write is set (for read_write tokens).
+func (t *tools) server(write bool) *sdk.Server {
+	instr := "jocasta keeps an inventory of the devices on the local networks it sweeps. Use search_devices to find devices, " +
+		"get_device for everything about one, change_log for what changed and when, list_scans for the sweeps and port scans, " +
+		"inventory_stats for counts. Times are RFC 3339 UTC."
+	if write {
+		instr += " With this read_write token, edit_device and watch_device change a device."
+	}
+	s := sdk.NewServer(&sdk.Implementation{Name: "jocasta", Title: "jocasta network device inventory", Version: t.d.Version},
+		&sdk.ServerOptions{Instructions: instr})
+	t.register(s, write)
+	t.registerActivity(s)
+	t.registerHistory(s)
+	if !write {
+		s.AddReceivingMiddleware(refuseWrites)
+	}
+	return s
+}
+
+// writeTools are the tools only a read_write token's session offers.
+var writeTools = map[string]bool{"edit_device": true, "watch_device": true}
+
+// refuseWrites answers a call of a write tool in a read token's session
+// (where it is not listed) with a tool error that says which token it
+// needs, rather than the SDK's "unknown tool".
+func refuseWrites(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		if ctr, ok := req.(*sdk.CallToolRequest); ok && ctr.Params != nil && writeTools[ctr.Params.Name] {
+			return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: errReadOnly.Error()}}}, nil
+		}
+		return next(ctx, method, req)
+	}
 }
 
 type tools struct{ d Deps }
@@ -432,7 +472,8 @@ func (t *tools) watch(ctx context.Context, req *sdk.CallToolRequest, in WatchIn)
 
 func ptrFalse() *bool { b := false; return &b }
 
-func (t *tools) register(s *sdk.Server) {
+// register adds the read tools, and the write tools when write is set.
+func (t *tools) register(s *sdk.Server, write bool) {
 	ro := &sdk.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}
 	// The writes set a value: doing one twice is doing it once, and they
 	// delete nothing (clear empties a text field the user set).
@@ -456,6 +497,9 @@ func (t *tools) register(s *sdk.Server) {
 		"Up to limit scans (default 20, at most 100)."}, t.scans)
 	sdk.AddTool(s, &sdk.Tool{Name: "inventory_stats", Annotations: ro, Description: "Counts across the inventory: devices in all, " +
 		"by presence, by group, by network and by source; watched and ignored devices; the newest device."}, t.stats)
+	if !write {
+		return
+	}
 	sdk.AddTool(s, &sdk.Tool{Name: "edit_device", Annotations: rw, Description: "Change a device's label, group, type, notes or ignored flag " +
 		"(needs a read_write token). Fields left out stay; clear empties text fields. Returns the whole device after the change. " +
 		"The change is recorded in the event log with this token as actor."}, t.edit)
