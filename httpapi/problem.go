@@ -28,6 +28,8 @@ const (
 	slugInsufficientDisk = "insufficient-storage"
 	slugMisdirected      = "misdirected-request"
 	slugStoreFailed      = "store-failed"
+	slugMCPRequest       = "mcp-invalid-request"
+	slugMCPSession       = "mcp-session-refused"
 )
 
 const problemTypePrefix = "urn:jocasta:problem:"
@@ -177,6 +179,111 @@ func limitMCPBody(h http.Handler) http.Handler {
 		h.ServeHTTP(w, r)
 	})
 }
+
+// mcpProblems turns the MCP SDK's own refusals, written with http.Error as
+// one line of text/plain (a session of another token, an unknown
+// session, a missing Accept, a malformed JSON-RPC body...), into problem
+// documents like every other error of the server. Everything else (the
+// JSON-RPC answers, event streams, 202 and 204) passes untouched.
+func mcpProblems(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pw := &plainErrorWriter{ResponseWriter: w}
+		h.ServeHTTP(pw, r)
+		if pw.status != 0 {
+			writeProblem(w, r, mcpProblem(pw.status, strings.TrimSpace(pw.text.String())))
+		}
+	})
+}
+
+// mcpProblem is the problem document of an MCP refusal with status and
+// the SDK's text. The text of a 5xx can name internals, so it is not
+// passed on.
+func mcpProblem(status int, text string) *problem {
+	slug, title := slugMCPRequest, "Invalid MCP request"
+	switch status {
+	case http.StatusForbidden:
+		title = "MCP request refused"
+		if text == "session user mismatch" {
+			slug, title = slugMCPSession, "MCP session refused"
+			text = "this MCP session was opened with another API token: open a new session (initialize without Mcp-Session-Id) with this token"
+		}
+	case http.StatusNotFound:
+		slug, title = slugMCPSession, "MCP session not found"
+		text = "no open MCP session has this Mcp-Session-Id (it ended, timed out after 30 minutes idle, or serve restarted): initialize a new session"
+	case http.StatusMethodNotAllowed:
+		slug, title = slugMethodNotAllowed, "Method not allowed"
+		text = "use POST for requests, GET for the event stream and DELETE to end a session"
+	case http.StatusUnsupportedMediaType:
+		slug, title = slugUnsupportedType, "Unsupported media type"
+		text = "send MCP requests with Content-Type: application/json"
+	case http.StatusRequestEntityTooLarge:
+		slug, title = slugBodyTooLarge, "Request body too large"
+		text = fmt.Sprintf("the body is over %d bytes (1 MiB): send a smaller request", maxMCPBodyBytes)
+	}
+	if status >= 500 {
+		return errInternal()
+	}
+	if text == "" {
+		text = http.StatusText(status)
+	}
+	return newProblem(status, slug, title, text)
+}
+
+// maxPlainError bounds the text of a refusal kept for its problem
+// document; the SDK's are one short line.
+const maxPlainError = 1024
+
+// plainErrorWriter holds back an error status written with a text/plain
+// body (http.Error's) and keeps the text, for mcpProblems to answer with
+// a problem document instead. Any other response goes straight through.
+type plainErrorWriter struct {
+	http.ResponseWriter
+	status      int // the held-back error status; 0 when passing through
+	wroteHeader bool
+	text        strings.Builder
+}
+
+func (w *plainErrorWriter) WriteHeader(code int) {
+	if w.wroteHeader {
+		return
+	}
+	w.wroteHeader = true
+	h := w.Header()
+	if code >= 400 && strings.HasPrefix(h.Get("Content-Type"), "text/plain") {
+		w.status = code
+		h.Del("Content-Type")
+		h.Del("X-Content-Type-Options")
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *plainErrorWriter) Write(b []byte) (int, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.status != 0 {
+		if room := maxPlainError - w.text.Len(); room > 0 {
+			w.text.Write(b[:min(len(b), room)])
+		}
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush passes on a flush of a response that goes through (the SDK's
+// event streams need it).
+func (w *plainErrorWriter) Flush() {
+	if w.status != 0 {
+		return
+	}
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the writer underneath.
+func (w *plainErrorWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func errBodyTooLarge() *problem {
 	return newProblem(http.StatusRequestEntityTooLarge, slugBodyTooLarge, "Request body too large",

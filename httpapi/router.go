@@ -172,7 +172,7 @@ func build(cfg Config, deps Deps) (*server, http.Handler, error) {
 		writeProblem(w, r, mcpOff())
 	})
 	if cfg.MCPEnabled && cfg.MCP != nil {
-		mcpHandler = s.authenticate(accessRead, limitMCPBody(cfg.MCP))
+		mcpHandler = s.authenticate(accessRead, limitMCPBody(mcpProblems(cfg.MCP)))
 	}
 	r.Path("/mcp").Handler(routed("/mcp", mcpHandler))
 	r.PathPrefix("/mcp/").Handler(routed("/mcp", mcpHandler))

@@ -312,3 +312,62 @@ func TestWriteTools(t *testing.T) {
 func writeTool(name string) bool { return name == "edit_device" || name == "watch_device" }
 
 var _ = errors.New
+
+// TestRefusalsAreProblems: the MCP transport's own refusals reach the
+// client as problem documents, like every other error of the server.
+func TestRefusalsAreProblems(t *testing.T) {
+	srv, _ := server(t)
+	cs, err := connect(t, srv, tokRead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	both := "application/json, text/event-stream"
+	for _, tc := range []struct {
+		name, method, tok, session, ctype, accept, body string
+		status                                          int
+		slug, detail                                    string
+	}{
+		{"a session of another token", "POST", tokWrite, cs.ID(), "application/json", both, list, 403, "mcp-session-refused", "another API token"},
+		{"an unknown session", "POST", tokRead, "no-such-session", "application/json", both, list, 404, "mcp-session-refused", "initialize a new session"},
+		{"no Accept", "POST", tokRead, "", "application/json", "", init, 400, "mcp-invalid-request", "text/event-stream"},
+		{"a text body", "POST", tokRead, "", "text/plain", both, init, 415, "unsupported-media-type", "application/json"},
+		{"PUT", "PUT", tokRead, "", "application/json", both, init, 405, "method-not-allowed", "POST"},
+		{"malformed JSON", "POST", tokRead, "", "application/json", both, "{", 400, "mcp-invalid-request", "malformed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tc.method, srv.URL+"/mcp", strings.NewReader(tc.body))
+			req.Header.Set("Authorization", "Bearer "+tc.tok)
+			req.Header.Set("Content-Type", tc.ctype)
+			if tc.accept != "" {
+				req.Header.Set("Accept", tc.accept)
+			}
+			if tc.session != "" {
+				req.Header.Set("Mcp-Session-Id", tc.session)
+				req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var p struct {
+				Type, Title, Detail, Instance string
+				Status                        int
+			}
+			ct := resp.Header.Get("Content-Type")
+			if err := json.NewDecoder(resp.Body).Decode(&p); err != nil || ct != "application/problem+json" {
+				t.Fatalf("status %d, %s: not a problem document (%v)", resp.StatusCode, ct, err)
+			}
+			if resp.StatusCode != tc.status || p.Status != tc.status || p.Type != "urn:jocasta:problem:"+tc.slug ||
+				p.Title == "" || p.Instance != "/mcp" || !strings.Contains(p.Detail, tc.detail) {
+				t.Errorf("status %d, problem %+v; want %d %s with a detail saying %q", resp.StatusCode, p, tc.status, tc.slug, tc.detail)
+			}
+		})
+	}
+	// The session refused to the other token still works for its own.
+	if res := call(t, cs, "inventory_stats", map[string]any{}); res.IsError {
+		t.Errorf("the session after the refusals: %s", text(res))
+	}
+}
