@@ -5,6 +5,8 @@ import (
 	"flag"
 	"io"
 	"time"
+
+	"github.com/jocasta/jocasta/cmd/internal/config"
 )
 
 // newFlags returns a flag set with the --config flag every command takes.
@@ -58,4 +60,28 @@ func parseTime(flagName, v string) (time.Time, error) {
 		return t.UTC(), nil
 	}
 	return time.Time{}, usagef("--%s %q: want an RFC 3339 time such as 2026-11-22T10:00:00Z or a date 2026-11-22", flagName, v)
+}
+
+// durationFlag is a flag written as the configuration writes durations
+// (config.ParseDuration: a whole number and one unit, 90s, 30m, 12h), and
+// remembers whether it was given, so that 0s is a value, not "not given".
+type durationFlag struct {
+	d   time.Duration
+	set bool
+}
+
+func (f *durationFlag) String() string {
+	if f == nil || !f.set {
+		return ""
+	}
+	return config.Duration(f.d).String()
+}
+
+func (f *durationFlag) Set(s string) error {
+	d, err := config.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	f.d, f.set = d.D(), true
+	return nil
 }

@@ -660,8 +660,12 @@ func (s *whatifSim) name(ctx context.Context, id string) string {
 	return d.Name
 }
 
-// shortDuration writes 15m for 15m0s and 6h for 6h0m0s.
+// shortDuration writes 15m for 15m0s and 6h for 6h0m0s, and 0s for
+// the nanosecond that stands for an address grace of 0s (addressGrace).
 func shortDuration(d time.Duration) string {
+	if d == time.Nanosecond {
+		return "0s"
+	}
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")
@@ -674,11 +678,11 @@ func shortDuration(d time.Duration) string {
 
 func cmdWhatif(e *env, args []string) error {
 	var cfgPath, since, until string
-	var window, grace time.Duration
+	var window, grace durationFlag
 	var asJSON bool
 	fs := newFlags("whatif", &cfgPath)
-	fs.DurationVar(&window, "online-window", 0, "the online window to try (default: the configured one)")
-	fs.DurationVar(&grace, "address-grace", 0, "the address grace to try (default: the configured one)")
+	fs.Var(&window, "online-window", "the online window to try, such as 30m (default: the configured one)")
+	fs.Var(&grace, "address-grace", "the address grace to try, such as 12h or 0s (default: the configured one)")
 	fs.StringVar(&since, "since", "", "count changes from this time (RFC 3339)")
 	fs.StringVar(&until, "until", "", "count changes up to this time (RFC 3339)")
 	fs.BoolVar(&asJSON, "json", false, "JSON output")
@@ -689,11 +693,13 @@ func cmdWhatif(e *env, args []string) error {
 	if err := wantArgs("whatif", pos, 0, ""); err != nil {
 		return err
 	}
-	if window == 0 && grace == 0 {
+	if !window.set && !grace.set {
 		return usagef("whatif needs --online-window D or --address-grace D (or both): the rules to try, such as --online-window 30m")
 	}
-	if window < 0 || grace < 0 {
-		return usagef("whatif: --online-window and --address-grace must be positive durations such as 30m or 12h")
+	if window.set && window.d == 0 {
+		// As inventory.online_window: a device is online for some time
+		// after it was seen.
+		return usagef("whatif: --online-window 0s: the online window must be longer than 0, such as 30m")
 	}
 	s, err := parseTime("since", since)
 	if err != nil {
@@ -710,7 +716,7 @@ func cmdWhatif(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	req := whatifReq{OnlineWindow: window, AddressGrace: grace, Since: s, Until: u,
+	req := whatifReq{OnlineWindow: window.d, AddressGrace: grace.d, Since: s, Until: u,
 		CurrentOnlineWindow: time.Duration(cfg.Inventory.OnlineWindow), CurrentAddressGrace: addressGrace(cfg)}
 	if req.CurrentOnlineWindow <= 0 {
 		req.CurrentOnlineWindow = inventory.DefaultOnlineWindow
@@ -718,11 +724,16 @@ func cmdWhatif(e *env, args []string) error {
 	if req.CurrentAddressGrace <= 0 {
 		req.CurrentAddressGrace = inventory.DefaultAddressGrace
 	}
-	if req.OnlineWindow == 0 {
+	if !window.set {
 		req.OnlineWindow = req.CurrentOnlineWindow
 	}
-	if req.AddressGrace == 0 {
+	switch {
+	case !grace.set:
 		req.AddressGrace = req.CurrentAddressGrace
+	case grace.d == 0:
+		// As inventory.address_grace: 0s retires an address at the first
+		// complete sweep that misses it (addressGrace).
+		req.AddressGrace = time.Nanosecond
 	}
 	for _, d := range notifyDestinations(cfg) {
 		if d.Enabled {

@@ -307,6 +307,12 @@ func TestWhatIfCLI(t *testing.T) {
 	if !strings.Contains(phone, "3 → 0 3 → 0 0 0 0 6 → 0") {
 		t.Errorf("the phone's row: %q in\n%s", phone, out)
 	}
+	// --address-grace 0s is a rule (retire at the first complete sweep
+	// that misses an address), not "not given".
+	code, out, stderr = cli(t, "", "whatif", "--config", cfg, "--address-grace", "0s", "--until", until, "--json")
+	if code != 0 || !strings.Contains(out, `"address_grace": "0s"`) || !strings.Contains(out, `"online_window": "15m"`) {
+		t.Errorf("--address-grace 0s: %d %s %s", code, out, stderr)
+	}
 	if _, after, _ := cli(t, "", "log", "verify", "--json", "--config", cfg); after != before {
 		t.Errorf("whatif changed the log: %s, then %s", before, after)
 	}
@@ -325,8 +331,12 @@ func TestWhatIfCLI(t *testing.T) {
 		err  string
 	}{
 		{[]string{"whatif"}, exitUsage, "needs --online-window"},
-		{[]string{"whatif", "--online-window", "-5m"}, exitUsage, "positive durations"},
-		{[]string{"whatif", "--online-window", "soon"}, exitUsage, "invalid value"},
+		{[]string{"whatif", "--online-window", "-5m"}, exitUsage, "cannot be negative"},
+		{[]string{"whatif", "--online-window", "soon"}, exitUsage, "want a whole number followed by s, m or h"},
+		{[]string{"whatif", "--online-window", "1.5h"}, exitUsage, "want a whole number"},
+		{[]string{"whatif", "--online-window", "1h30m"}, exitUsage, "90m"},
+		{[]string{"whatif", "--address-grace", "2d"}, exitUsage, "write 48h"},
+		{[]string{"whatif", "--online-window", "0s"}, exitUsage, "longer than 0"},
 		{[]string{"whatif", "--online-window", "30m", "--since", "2026-11-02", "--until", "2026-11-01"}, exitUsage, "is not before"},
 		{[]string{"whatif", "--address-grace", "1h", "extra"}, exitUsage, "takes no arguments"},
 		{[]string{"whatif", "--address-grace", "1h", "--since", "2099-01-01T00:00:00Z"}, exitUser, "is not in the past"},
