@@ -1,12 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // A backup taken over the control socket during a burst of writes is a
@@ -110,9 +112,18 @@ func TestLogStats(t *testing.T) {
 	if code != 0 || !strings.Contains(offline, `"events": 3`) || !strings.Contains(offline, `"kind": "token.created"`) {
 		t.Fatalf("offline: %d %s %s", code, offline, stderr)
 	}
+	// Nothing purged: the history shows everything from the oldest event.
+	var st struct {
+		Oldest      *time.Time `json:"oldest"`
+		HistoryFrom *time.Time `json:"history_from"`
+	}
+	if err := json.Unmarshal([]byte(offline), &st); err != nil || st.Oldest == nil || st.HistoryFrom == nil || !st.HistoryFrom.Equal(*st.Oldest) {
+		t.Errorf("offline: oldest %v, history_from %v (%v)", st.Oldest, st.HistoryFrom, err)
+	}
 	d := startDaemon(t, cfg)
 	code, served, stderr := cli(t, "", "log", "stats", "--config", cfg)
-	if code != 0 || !strings.Contains(served, "token.created") || !strings.Contains(served, "bucket") {
+	if code != 0 || !strings.Contains(served, "token.created") || !strings.Contains(served, "bucket") ||
+		!strings.Contains(served, "history from") || !strings.Contains(served, st.Oldest.UTC().Format(time.RFC3339)) {
 		t.Fatalf("through serve: %d %s %s", code, served, stderr)
 	}
 	d.stop()

@@ -617,6 +617,32 @@ func (r *histReader) all(ctx context.Context, ts ...time.Time) ([][]history.Devi
 	return out, nil
 }
 
+// HistoryFrom is the earliest instant at= can show: the start of the kept
+// history rows (a retention purge moves it). The zero time means every
+// instant of the log can be shown.
+func (i *Inventory) HistoryFrom(ctx context.Context) (time.Time, error) {
+	var from time.Time
+	err := i.viewHistory(ctx, nil, func(r *histReader) error {
+		from = r.from
+		return nil
+	})
+	return from, err
+}
+
+// StoredHistoryFrom reads the start of the kept history rows from tx
+// without a loaded inventory (a command on a database opened read-only).
+// ok is false when none is stored: the rows begin with the log.
+func StoredHistoryFrom(tx *bolt.Tx) (from time.Time, ok bool) {
+	mb := tx.Bucket([]byte(bucketMeta))
+	if mb == nil {
+		return time.Time{}, false
+	}
+	if v := mb.Get(metaHistFrom); len(v) == timeKeyLen {
+		return keyTime(v), true
+	}
+	return time.Time{}, false
+}
+
 // DeviceAt is the device id as it was at t. It returns
 // projections.ErrNotFound when the device did not exist then, and a
 // *history.CompactedError when t is before the kept history.

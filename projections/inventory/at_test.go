@@ -161,6 +161,17 @@ func TestAtEqualsReplay(t *testing.T) {
 	if earliest.Before(from) || earliest.After(end) {
 		t.Fatalf("earliest %s, want about %s", earliest, end.Add(-keep))
 	}
+	// HistoryFrom (log stats) names the same instant, as does the row
+	// read without a loaded inventory.
+	if hf, err := inv.HistoryFrom(ctx); err != nil || !hf.Equal(earliest) {
+		t.Errorf("HistoryFrom %s, %v; the refusal names %s", hf, err, earliest)
+	}
+	_ = st.DB().View(func(tx *bolt.Tx) error {
+		if sf, ok := inventory.StoredHistoryFrom(tx); !ok || !sf.Equal(earliest) {
+			t.Errorf("StoredHistoryFrom %s, %v; the refusal names %s", sf, ok, earliest)
+		}
+		return nil
+	})
 	if _, err := inv.DeviceAt(ctx, "dwhatever", earliest.Add(-time.Second)); !errors.Is(err, history.ErrCompacted) {
 		t.Fatalf("DeviceAt before the cut: %v", err)
 	}
