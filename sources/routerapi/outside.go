@@ -19,7 +19,8 @@ import (
 // after the RouterOS 7 console: ip/route rows carry dst-address, gateway,
 // immediate-gw ("203.0.113.1%ether1"; an interface name for a PPPoE
 // client), routing-table and the flags active and disabled as "true" /
-// "false" (absent is false); ip/address rows carry address with its
+// "false" (absent is false; a reply with no active flag on any row is
+// read as every enabled route active, see defaultInterfaces); ip/address rows carry address with its
 // prefix length ("203.0.113.7/24"), interface, and the flags disabled
 // and invalid.
 type (
@@ -64,11 +65,21 @@ func (r *Reader) readOutside(ctx context.Context, read *sources.HostRead) error 
 }
 
 // defaultInterfaces returns the interfaces of the active, enabled IPv4
-// default routes of the main routing table, in reply order.
+// default routes of the main routing table, in reply order. A reply in
+// which no row carries the active flag at all (a version that leaves it
+// out, rather than one that says "false") is read as if each enabled
+// route were active, so that the outside address does not vanish on it.
 func defaultInterfaces(routes []routeRow) []string {
+	flagged := false
+	for _, rt := range routes {
+		if strings.TrimSpace(string(rt.Active)) != "" {
+			flagged = true
+			break
+		}
+	}
 	var out []string
 	for _, rt := range routes {
-		if strings.TrimSpace(string(rt.DstAddress)) != "0.0.0.0/0" || !rt.Active.bool() || rt.Disabled.bool() {
+		if strings.TrimSpace(string(rt.DstAddress)) != "0.0.0.0/0" || (flagged && !rt.Active.bool()) || rt.Disabled.bool() {
 			continue
 		}
 		if t := strings.TrimSpace(string(rt.RoutingTable)); t != "" && t != "main" {

@@ -53,6 +53,11 @@ func TestOutside(t *testing.T) {
 			{"address": "198.51.100.2/26", "interface": "ether2"}, {"address": "198.51.100.66/26", "interface": "ether3"},
 			{"address": "100.64.0.9/32", "interface": "lte1"}, wanAddr,
 		}, want: "203.0.113.7"},
+		{name: "a version that sends no active flag at all", routes: []R{
+			{"dst-address": "203.0.113.0/24", "gateway": "ether1", "disabled": "false"},
+			{"dst-address": "0.0.0.0/0", "gateway": "198.51.100.65", "immediate-gw": "198.51.100.65%ether3", "disabled": "true"},
+			{"dst-address": "0.0.0.0/0", "gateway": "203.0.113.1", "immediate-gw": "203.0.113.1%ether1"},
+		}, addrs: []R{{"address": "198.51.100.66/26", "interface": "ether3"}, wanAddr}, want: "203.0.113.7"},
 		{name: "several addresses, one usable on the route's interface", routes: []R{viaEther1}, addrs: []R{
 			lanAddr, {"address": "198.51.100.2/24", "interface": "ether2"},
 			{"address": "203.0.113.9/24", "interface": "ether1", "disabled": "true"},
