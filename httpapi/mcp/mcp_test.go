@@ -190,24 +190,8 @@ func TestTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools, err := cs.ListTools(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, tl := range tools.Tools {
-		names = append(names, tl.Name)
-		// Hints for a client: reads are read-only and idempotent; the
-		// writes set values (idempotent, not destructive).
-		if a := tl.Annotations; a == nil || !a.IdempotentHint || !a.ReadOnlyHint {
-			t.Errorf("tool %s: annotations %+v", tl.Name, a)
-		}
-		if len(tl.Description) < 60 {
-			t.Errorf("tool %s: description %q says too little for a model", tl.Name, tl.Description)
-		}
-	}
 	// A read token's session is not offered the write tools.
-	if strings.Join(names, ",") != "change_log,get_device,inventory_stats,list_scans,search_devices" {
+	if names := listTools(t, cs); names != "change_log,get_device,inventory_stats,list_scans,search_devices" {
 		t.Errorf("tools listed to a read token %v", names)
 	}
 
@@ -267,19 +251,7 @@ func TestWriteTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools, err := cs.ListTools(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, tl := range tools.Tools {
-		names = append(names, tl.Name)
-		write := writeTool(tl.Name)
-		if a := tl.Annotations; a == nil || !a.IdempotentHint || a.ReadOnlyHint == write || (write && (a.DestructiveHint == nil || *a.DestructiveHint)) {
-			t.Errorf("tool %s: annotations %+v", tl.Name, a)
-		}
-	}
-	if strings.Join(names, ",") != "change_log,edit_device,get_device,inventory_stats,list_scans,search_devices,watch_device" {
+	if names := listTools(t, cs); names != "change_log,edit_device,get_device,inventory_stats,list_scans,search_devices,watch_device" {
 		t.Errorf("tools listed to a read_write token %v", names)
 	}
 	res := call(t, cs, "edit_device", map[string]any{"id": "dev-nas", "label": "Storage"})
@@ -309,7 +281,29 @@ func TestWriteTools(t *testing.T) {
 	}
 }
 
-func writeTool(name string) bool { return name == "edit_device" || name == "watch_device" }
+// listTools lists the session's tools, checks each one's annotations
+// and description, and returns their names joined by commas.
+func listTools(t *testing.T, cs *sdk.ClientSession) string {
+	t.Helper()
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+		// Hints for a client: reads are read-only and idempotent; the
+		// writes set values (idempotent, not destructive).
+		write := tl.Name == "edit_device" || tl.Name == "watch_device"
+		if a := tl.Annotations; a == nil || !a.IdempotentHint || a.ReadOnlyHint == write || (write && (a.DestructiveHint == nil || *a.DestructiveHint)) {
+			t.Errorf("tool %s: annotations %+v", tl.Name, a)
+		}
+		if len(tl.Description) < 60 {
+			t.Errorf("tool %s: description %q says too little for a model", tl.Name, tl.Description)
+		}
+	}
+	return strings.Join(names, ",")
+}
 
 var _ = errors.New
 
