@@ -52,6 +52,10 @@ func (s *server) notifyErr(name string, err error) error {
 	if errors.Is(err, projections.ErrNotFound) {
 		return errNoDestination(name)
 	}
+	if errors.Is(err, notify.ErrDisabled) {
+		return newProblem(http.StatusConflict, slugDestinationDisabled, "Destination disabled",
+			fmt.Sprintf("notify.%s has enabled: false, so nothing is sent to it: set notify.%s.enabled to true (or remove it) and restart serve", name, name))
+	}
 	return fmt.Errorf("httpapi: notification destination %s: %w", name, err)
 }
 

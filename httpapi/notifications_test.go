@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -16,7 +17,7 @@ import (
 	"github.com/jocasta/jocasta/projections/notify"
 )
 
-// fakeNotifications has one destination, "phone".
+// fakeNotifications has one destination, "phone", and "off", disabled.
 type fakeNotifications struct {
 	mu     sync.Mutex
 	rules  []events.NotifyRule
@@ -43,10 +44,15 @@ func (f *fakeNotifications) Destinations(context.Context) ([]notify.View, error)
 func (f *fakeNotifications) Destination(_ context.Context, name string) (notify.View, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if name != "phone" {
-		return notify.View{}, projections.ErrNotFound
+	switch name {
+	case "phone":
+		return f.view(), nil
+	case "off": // a destination with enabled: false
+		v := f.view()
+		v.Name, v.Enabled = "off", false
+		return v, nil
 	}
-	return f.view(), nil
+	return notify.View{}, projections.ErrNotFound
 }
 
 func (f *fakeNotifications) SetRules(_ context.Context, actor, name string, rules []events.NotifyRule) (notify.View, error) {
@@ -71,6 +77,9 @@ func (f *fakeNotifications) Ledger(_ context.Context, name string, lf notify.Led
 }
 
 func (f *fakeNotifications) Test(_ context.Context, name string) (notify.Attempt, error) {
+	if name == "off" {
+		return notify.Attempt{}, fmt.Errorf("notify: %q: %w", name, notify.ErrDisabled)
+	}
 	if name != "phone" {
 		return notify.Attempt{}, projections.ErrNotFound
 	}
@@ -82,6 +91,8 @@ func (f *fakeNotifications) Test(_ context.Context, name string) (notify.Attempt
 
 func (f *fakeNotifications) Redeliver(_ context.Context, name, id string) (int, error) {
 	switch {
+	case name == "off":
+		return 0, fmt.Errorf("notify: %q: %w", name, notify.ErrDisabled)
 	case name != "phone":
 		return 0, projections.ErrNotFound
 	case id == "":
@@ -175,6 +186,8 @@ func TestNotificationsRefused(t *testing.T) {
 		{"redeliver read token", "POST", "/api/notifications/phone/redeliver", `{}`, tokRead, 403, "read-only-token", ""},
 		{"redeliver without token", "POST", "/api/notifications/phone/redeliver", `{}`, "", 401, "token-missing", ""},
 		{"redeliver unknown", "POST", "/api/notifications/pager/redeliver", `{}`, tokWrite, 404, "not-found", ""},
+		{"test disabled", "POST", "/api/notifications/off/test", "", tokWrite, 409, "destination-disabled", ""},
+		{"redeliver disabled", "POST", "/api/notifications/off/redeliver", `{}`, tokWrite, 409, "destination-disabled", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

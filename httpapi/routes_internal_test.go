@@ -42,7 +42,7 @@ func TestRoutesMatchSpec(t *testing.T) {
 	slugs := []string{slugInvalidBody, slugInvalidQuery, slugTokenMissing, slugTokenInvalid, slugReadOnlyToken,
 		slugNotFound, slugDeviceNotFound, slugNotRecorded, slugMethodNotAllowed, slugBodyTooLarge,
 		slugUnsupportedType, slugRateLimited, slugInternal, slugNotReady, slugInsufficientDisk, slugStoreFailed,
-		slugDeviceMerged, slugMergeRefused, slugHistoryCompacted, slugMCPRequest, slugMCPSession}
+		slugDeviceMerged, slugMergeRefused, slugHistoryCompacted, slugMCPRequest, slugMCPSession, slugDestinationDisabled}
 	for _, s := range slugs {
 		if !strings.Contains(string(openapiYAML), "urn:jocasta:problem:"+s+`"`) {
 			t.Errorf("openapi.yaml has no response with the problem type %s", s)

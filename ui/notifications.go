@@ -112,6 +112,10 @@ func notifyErr(name string, err error) error {
 	if errors.Is(err, projections.ErrNotFound) {
 		return errNoDestination(name)
 	}
+	if errors.Is(err, notify.ErrDisabled) {
+		return &pageError{Status: http.StatusConflict, Title: "Not done",
+			Msg: "notify." + name + " has enabled: false, so nothing is sent to it. Set notify." + name + ".enabled to true (or remove it) and restart serve."}
+	}
 	return err
 }
 

@@ -76,6 +76,9 @@ func notifyErr(name string, err error) error {
 	if errors.Is(err, projections.ErrNotFound) {
 		return noDestination(name)
 	}
+	if errors.Is(err, notify.ErrDisabled) {
+		return userErrorf("notify.%s has enabled: false, so nothing is sent to it: set notify.%s.enabled to true (or remove it) and restart serve", name, name)
+	}
 	return err
 }
 

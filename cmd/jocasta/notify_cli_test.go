@@ -12,7 +12,8 @@ import (
 func TestNotifyCLI(t *testing.T) {
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	rcv := newHookReceiver(t, secret)
-	cfg := writeConfig(t, t.TempDir(), noSweeps+"notify:\n  hook:\n    webhook:\n      url: "+rcv.URL+"/in?token=S3CR3T\n      secret: "+secret+"\n")
+	cfg := writeConfig(t, t.TempDir(), noSweeps+"notify:\n  hook:\n    webhook:\n      url: "+rcv.URL+"/in?token=S3CR3T\n      secret: "+secret+"\n"+
+		"  off:\n    enabled: false\n    webhook:\n      url: "+rcv.URL+"/off\n      secret: "+secret+"\n")
 	seed(t, cfg, sweepAt(time.Now().UTC().Add(-time.Minute), hostSpec{"10.9.0.10", "00:1b:63:00:00:01", "alpha.lab"}))
 
 	code, out, errOut := cli(t, "", "notify", "list", "--config", cfg)
@@ -25,7 +26,7 @@ func TestNotifyCLI(t *testing.T) {
 	}
 	code, out, _ = cli(t, "", "notify", "list", "--json", "--config", cfg)
 	var views []notify.View
-	if code != 0 || json.Unmarshal([]byte(out), &views) != nil || len(views) != 1 || views[0].Default || len(views[0].Rules) != 2 ||
+	if code != 0 || json.Unmarshal([]byte(out), &views) != nil || len(views) != 2 || views[0].Default || len(views[0].Rules) != 2 ||
 		views[0].RulesSetBy == nil || !strings.HasPrefix(*views[0].RulesSetBy, "cli") {
 		t.Fatalf("list --json: %d %s", code, out)
 	}
@@ -52,6 +53,8 @@ func TestNotifyCLI(t *testing.T) {
 		{"host bits", []string{"set", "hook", "device.online@network=10.9.0.1/24"}, 1, "host bits"},
 		{"unknown destination", []string{"test", "pager"}, 1, "no destination notify.pager"},
 		{"unknown record", []string{"redeliver", "hook", "nope"}, 1, "no ledger record"},
+		{"test of a disabled destination", []string{"test", "off"}, 1, "notify.off has enabled: false"},
+		{"redelivery to a disabled destination", []string{"redeliver", "--all", "off"}, 1, "set notify.off.enabled to true"},
 		{"bad state", []string{"ledger", "hook", "--state", "lost"}, 2, "--state"},
 	}
 	for _, tt := range bad {

@@ -118,3 +118,7 @@ func (d *Destination) prepare() error {
 
 // errNoDestination is returned for a name no enabled destination has.
 var errNoDestination = errors.New("no such destination")
+
+// ErrDisabled refuses a test or a re-delivery to a destination whose
+// enabled is false: nothing is sent to it.
+var ErrDisabled = errors.New("destination is disabled")

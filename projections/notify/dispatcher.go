@@ -231,8 +231,13 @@ func (d *Dispatcher) wake(name string) {
 // Redeliver re-queues destination's dead records (see the package
 // function) and wakes its sender.
 func (d *Dispatcher) Redeliver(destination, id string) (int, error) {
-	if _, ok := d.byName[destination]; !ok {
+	dest, ok := d.byName[destination]
+	if !ok {
 		return 0, fmt.Errorf("notify: %q: %w", destination, errNoDestination)
+	}
+	if !dest.Enabled {
+		// No sender runs for it: the records would wait forever.
+		return 0, fmt.Errorf("notify: %q: %w", destination, ErrDisabled)
 	}
 	n, err := Redeliver(d.o.DB, destination, id, d.o.Now())
 	if err == nil {
@@ -410,6 +415,9 @@ func (d *Dispatcher) Test(ctx context.Context, destination string) (Attempt, err
 	if !ok {
 		return Attempt{}, fmt.Errorf("notify: %q: %w", destination, errNoDestination)
 	}
+	if !dest.Enabled {
+		return Attempt{}, fmt.Errorf("notify: %q: %w", destination, ErrDisabled)
+	}
 	now := d.o.Now().UTC()
 	e := projections.ChangeEntry{ID: fmt.Sprintf("test-%d", now.UnixNano()), Time: now, Kind: "notify.test",
 		Source: "notify", Summary: "jocasta test message: notify." + destination + " works"}
@@ -493,10 +501,14 @@ func (s *sender) round(ctx context.Context) (time.Duration, bool, error) {
 			if wait := batch[0].r.Queued.Add(s.d.o.DigestWait).Sub(now); wait > 0 && len(batch) < maxDigest {
 				return wait, true, nil
 			}
-			if err := s.digest(ctx, batch); err != nil {
-				return 0, false, err
+			// A lone change after the wait goes out on its own (below):
+			// a digest of one says less than the change.
+			if len(batch) > 1 {
+				if err := s.digest(ctx, batch); err != nil {
+					return 0, false, err
+				}
+				continue
 			}
-			continue
 		}
 		// Not a burst: each change on its own, sendChunk at a time, the
 		// attempts recorded after each chunk. (A push or http batch of
@@ -524,7 +536,8 @@ const maxDigest = 1000
 const sendChunk = 100
 
 // burst reports whether n more changes make more than DigestOver within
-// DigestWindow.
+// DigestWindow: many due at once (a sweep's new devices), or a trickle
+// of changes one by one (one event each) past DigestOver in the window.
 func (s *sender) burst(now time.Time, n int) bool {
 	cut := now.Add(-s.d.o.DigestWindow)
 	i := 0
@@ -532,7 +545,7 @@ func (s *sender) burst(now time.Time, n int) bool {
 		i++
 	}
 	s.recent = s.recent[i:]
-	return n > 1 && len(s.recent)+n > s.d.o.DigestOver
+	return len(s.recent)+n > s.d.o.DigestOver
 }
 
 // due reads up to max pending records whose time has come, in log
@@ -617,6 +630,13 @@ func (s *sender) single(ctx context.Context, batch []due) error {
 	return s.store(done)
 }
 
+// maxAttemptsKept is how many attempts a ledger record keeps: more than
+// 24 hours of retries take with the default backoff (5 s doubling to
+// 30 min, jittered to half: at most about 110), so a record keeps every
+// attempt of its retry window; past it (re-deliveries) the first and the
+// latest are kept and Record.AttemptsOmitted counts the others.
+const maxAttemptsKept = 256
+
 // sendParallel is how many requests one destination has in flight.
 const sendParallel = 8
 
@@ -631,8 +651,11 @@ func (s *sender) digest(ctx context.Context, batch []due) error {
 	m := message{changes: changes, entry: projections.ChangeEntry{ID: "digest-" + first.ID, Seq: first.Seq,
 		Time: now.UTC(), Kind: KindDigest, Source: "notify", Summary: digestText(changes)}}
 	res := s.dest.send(ctx, s.d.o.Client, m, s.d.o.LinkBase, now)
-	if ctx.Err() != nil {
-		return nil
+	if err := ctx.Err(); err != nil {
+		// Stopping: not an attempt; sent again at start. The error ends
+		// the round (nil would make it read the same burst again, and
+		// again, without ever returning to see the context).
+		return err
 	}
 	// One message, one outcome: the records are retried together (one
 	// backoff, not one drawn for each, which would spread the burst out
@@ -686,8 +709,10 @@ func (s *sender) settleQuiet(r *Record, res result, now time.Time) {
 	o := s.d.o
 	t := now.UTC()
 	r.Attempts = append(r.Attempts, Attempt{Time: t, Status: res.status, LatencyMS: ms(res.latency), Error: res.err})
-	if len(r.Attempts) > 50 { // keep the first and the latest
-		r.Attempts = append(r.Attempts[:1], r.Attempts[len(r.Attempts)-49:]...)
+	if len(r.Attempts) > maxAttemptsKept { // keep the first and the latest, and count the rest
+		drop := len(r.Attempts) - maxAttemptsKept
+		r.Attempts = append(r.Attempts[:1], r.Attempts[1+drop:]...)
+		r.AttemptsOmitted += drop
 	}
 	if r.RetryFrom == nil {
 		r.RetryFrom = &t

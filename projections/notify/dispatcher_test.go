@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -684,5 +685,125 @@ func TestPushClickLink(t *testing.T) {
 	defer rcv.mu.Unlock()
 	if got := rcv.got[0].Header.Get("Click"); got != "https://jocasta.lan/devices/dabc" {
 		t.Errorf("Click %q", got)
+	}
+}
+
+// TestDigestOfATrickle: changes that arrive one event at a time, each
+// sent before the next arrives, still become a digest once more than
+// DigestOver come within a minute (before, a digest needed two changes
+// due in one read, so a trickle went out one message per change).
+func TestDigestOfATrickle(t *testing.T) {
+	db, f := openDB(t), newFeed()
+	rcv := newReceiver(t)
+	dest := notify.Destination{Name: "phone", Enabled: true, Timeout: time.Second, Push: &push.Config{URL: rcv.URL + "/alerts"}}
+	d, err := notify.New(notify.Options{
+		DB: db, Head: f.Head, WaitFor: func(context.Context, uint64) error { return nil },
+		Feed: f, Rules: rules{"phone": allKinds}, Destinations: []notify.Destination{dest},
+		Poll: 5 * time.Millisecond, DigestWait: 400 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	time.Sleep(30 * time.Millisecond) // it starts at the head
+	const changes = 100
+	for i := range changes {
+		f.add(projections.ChangeDiscovered, fmt.Sprint("n", i))
+		d.Notify()
+		time.Sleep(10 * time.Millisecond)
+	}
+	var delivered, messages, digests int
+	for deadline := time.Now().Add(20 * time.Second); delivered < changes; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d changes delivered", delivered, changes)
+		}
+		rcv.mu.Lock()
+		delivered, digests, messages = 0, 0, len(rcv.body)
+		for _, b := range rcv.body {
+			if n, ok := digestCount(b); ok {
+				delivered += int(n)
+				digests++
+			} else {
+				delivered++
+			}
+		}
+		rcv.mu.Unlock()
+	}
+	t.Logf("%d changes one by one: %d messages, %d of them digests", changes, messages, digests)
+	// The first DigestOver alone, then digests of what each wait gathers.
+	if digests == 0 || messages > notify.DefaultDigestOver+5 {
+		t.Errorf("%d messages (%d digests) for %d changes arriving one by one within a minute: want about %d single messages and a few digests",
+			messages, digests, changes, notify.DefaultDigestOver)
+	}
+}
+
+// TestStopWhileSendingADigest: serve stopping while a push receiver
+// holds a digest's request ends Run at once (it looped reading the same
+// burst again, never returning, and serve never exited).
+func TestStopWhileSendingADigest(t *testing.T) {
+	db, f := openDB(t), newFeed()
+	rcv := newReceiver(t)
+	rcv.hold = 5 * time.Second
+	dest := notify.Destination{Name: "phone", Enabled: true, Timeout: 10 * time.Second, Push: &push.Config{URL: rcv.URL + "/alerts"}}
+	d, stop := start(t, db, f, rules{"phone": allKinds}, dest)
+	time.Sleep(30 * time.Millisecond)
+	ids := make([]string, 50)
+	for i := range ids {
+		ids[i] = fmt.Sprint("n", i)
+	}
+	f.add(projections.ChangeDiscovered, ids...)
+	for deadline := time.Now().Add(5 * time.Second); rcv.count() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the digest was never sent")
+		}
+	}
+	stopped := make(chan struct{})
+	go func() { stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(3 * time.Second):
+		t.Fatalf("Run did not return 3 s after its context ended (%d outbox reads)", d.OutboxReads())
+	}
+	// Nothing was recorded as an attempt: the burst is pending, sent
+	// again (as a digest, same ids) at the next start.
+	page, err := notify.ReadLedger(db, "phone", notify.LedgerFilter{State: notify.StatePending, Limit: 100})
+	if err != nil || len(page.Items) != len(ids) {
+		t.Fatalf("%d pending records after the stop (%v), want %d", len(page.Items), err, len(ids))
+	}
+	for _, r := range page.Items {
+		if len(r.Attempts) != 0 {
+			t.Fatalf("record %s has attempts %+v: a stop is not an attempt", r.ID, r.Attempts)
+		}
+	}
+}
+
+// TestDisabledDestination: a destination with enabled: false is sent
+// nothing, so a test message or a re-delivery to it is refused rather
+// than said to be done.
+func TestDisabledDestination(t *testing.T) {
+	db, f := openDB(t), newFeed()
+	rcv := newReceiver(t)
+	off := hook("off", rcv.URL, secret)
+	off.Enabled = false
+	d, _ := start(t, db, f, rules{}, hook("on", rcv.URL, secret), off)
+	if _, err := d.Test(context.Background(), "off"); !errors.Is(err, notify.ErrDisabled) {
+		t.Errorf("Test of a disabled destination: %v, want ErrDisabled", err)
+	}
+	if _, err := d.Redeliver("off", ""); !errors.Is(err, notify.ErrDisabled) {
+		t.Errorf("Redeliver to a disabled destination: %v, want ErrDisabled", err)
+	}
+	if rcv.count() != 0 {
+		t.Errorf("a disabled destination got %d requests", rcv.count())
+	}
+	if _, err := d.Test(context.Background(), "on"); err != nil {
+		t.Errorf("Test of an enabled destination: %v", err)
 	}
 }

@@ -51,6 +51,9 @@ type Record struct {
 	Reason   string    `json:"reason,omitempty"`
 	Queued   time.Time `json:"queued"`
 	Attempts []Attempt `json:"attempts"`
+	// AttemptsOmitted counts the attempts not kept between the first and
+	// the latest (see maxAttemptsKept); 0 in all but re-delivered records.
+	AttemptsOmitted int `json:"attempts_omitted,omitempty"`
 	// NextAttempt is when a pending record is tried next.
 	NextAttempt *time.Time `json:"next_attempt,omitempty"`
 	// RetryFrom starts the retry window (the first attempt, or a
