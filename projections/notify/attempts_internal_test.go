@@ -54,3 +54,28 @@ func TestAttemptsOfARetryWindowKept(t *testing.T) {
 		t.Errorf("the latest attempt kept is at %s, the last one made at %s", last.Time, now)
 	}
 }
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		v    string
+		want time.Duration
+	}{
+		{"", 0},
+		{"120", 2 * time.Minute},
+		{" 5 ", 5 * time.Second},
+		{"0", 0},
+		{"-3", 0},
+		{"1.5", 0},
+		{"soon", 0},
+		{"Sat, 28 Nov 2026 12:10:00 GMT", 10 * time.Minute}, // an HTTP-date
+		{"Saturday, 28-Nov-26 12:00:30 GMT", 30 * time.Second},
+		{"Sat, 28 Nov 2026 11:00:00 GMT", 0}, // past
+		{"99999999999", maxRetryAfter},
+		{"Mon, 01 Jan 2029 00:00:00 GMT", maxRetryAfter},
+	} {
+		if got := retryAfter(tc.v, now); got != tc.want {
+			t.Errorf("Retry-After %q: %s, want %s", tc.v, got, tc.want)
+		}
+	}
+}

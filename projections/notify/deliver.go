@@ -84,13 +84,34 @@ func (d *Destination) send(ctx context.Context, client *http.Client, m message, 
 	case s == http.StatusRequestTimeout, s == http.StatusTooManyRequests, s >= 500:
 		res.err = fmt.Sprintf("answered %d %s", s, http.StatusText(s))
 		res.retryable = true
-		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
-			res.retryAfter = time.Duration(secs) * time.Second
-		}
+		res.retryAfter = retryAfter(resp.Header.Get("Retry-After"), now)
 	default:
 		res.err = fmt.Sprintf("answered %d %s: not retried (only timeouts, 408, 429 and 5xx are)", s, http.StatusText(s))
 	}
 	return res
+}
+
+// maxRetryAfter bounds a receiver's Retry-After: a day, the retry
+// window, so that a hostile or mistaken value cannot park a change.
+const maxRetryAfter = 24 * time.Hour
+
+// retryAfter reads a Retry-After header (RFC 9110: delay-seconds or an
+// HTTP-date) as a wait from now; 0 when absent, malformed or past.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs <= 0 {
+			return 0
+		}
+		d = time.Duration(min(secs, int64(maxRetryAfter/time.Second))) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), maxRetryAfter)
 }
 
 // redact describes a transport error without the URL: the operation
