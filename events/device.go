@@ -14,7 +14,22 @@ const (
 	KindClockTicked = "clock.ticked"
 	// KindRetentionPurged records an hourly purge and what it removed.
 	KindRetentionPurged = "retention.purged"
+	// KindPresenceRulesSet records the presence and identity rules in
+	// force from its time on (inventory.online_window and
+	// inventory.address_grace), so that a replay under another
+	// configuration still reproduces the presence that was shown.
+	KindPresenceRulesSet = "inventory.rules_set"
 )
+
+// PresenceRulesSet is the payload of inventory.rules_set: the rules in
+// whole seconds, as the configuration writes them.
+type PresenceRulesSet struct {
+	// OnlineWindowS is inventory.online_window in seconds (> 0).
+	OnlineWindowS int64 `json:"online_window_s"`
+	// AddressGraceS is inventory.address_grace in seconds; 0 retires an
+	// address at the first complete sweep that misses it.
+	AddressGraceS int64 `json:"address_grace_s"`
+}
 
 // DeviceEdited is the payload of device.edited. A nil field is unchanged;
 // a field named in Cleared was set to null.

@@ -14,6 +14,7 @@ func Kinds() []KindSpec {
 		{Kind: KindDeviceMerged, Version: 1, Payload: DeviceMerged{}, Summary: "a user merged one device into another (ids only)"},
 		{Kind: KindDeviceUnmerged, Version: 1, Payload: DeviceUnmerged{}, Summary: "a user separated a merged device from the device it was merged into"},
 		{Kind: KindClockTicked, Version: 1, Payload: ClockTicked{}, Summary: "the presence clock: presence is evaluated at this time"},
+		{Kind: KindPresenceRulesSet, Version: 1, Payload: PresenceRulesSet{}, Summary: "the presence and identity rules in force from now on (online window, address grace), recorded when serve starts with rules other than the last recorded"},
 		{Kind: KindRetentionPurged, Version: 1, Payload: RetentionPurged{}, Summary: "the hourly purge and what it removed"},
 		{Kind: KindTokenCreated, Version: 1, Payload: TokenCreated{}, Summary: "an API token was created (its SHA-256 only)"},
 		{Kind: KindTokenRevoked, Version: 1, Payload: TokenRevoked{}, Summary: "an API token was revoked"},

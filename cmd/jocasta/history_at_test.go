@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,4 +80,57 @@ func TestHistoryAtThroughServe(t *testing.T) {
 	}
 	get("/api/devices/"+phone+"?at="+at(-1, 0), 404, nil)
 	get("/api/diff?from="+at(2, 0)+"&to="+at(1, 0), 400, nil)
+}
+
+// TestPresenceRulesRecorded: serve records the presence rules in the log
+// as it starts when they differ from the last recorded (or none are), and
+// a replay under another configuration applies the recorded ones.
+func TestPresenceRulesRecorded(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, noSweeps)
+	rulesEvents := func() int {
+		t.Helper()
+		code, out, stderr := cli(t, "", "log", "stats", "--json", "--config", cfg)
+		if code != 0 {
+			t.Fatalf("log stats: %s", stderr)
+		}
+		var st struct {
+			Kinds []struct {
+				Kind   string `json:"kind"`
+				Events int    `json:"events"`
+			} `json:"kinds"`
+		}
+		if err := json.Unmarshal([]byte(out), &st); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range st.Kinds {
+			if k.Kind == "inventory.rules_set" {
+				return k.Events
+			}
+		}
+		return 0
+	}
+	// serve appends the event once caught up: wait for it, then stop.
+	runUntil := func(want int) {
+		t.Helper()
+		d := startDaemon(t, cfg)
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			code, out, _ := cli(t, "", "log", "export", "--config", cfg)
+			if code == 0 && strings.Count(out, `"inventory.rules_set"`) == want || time.Now().After(deadline) {
+				break
+			}
+		}
+		d.stop()
+		if n := rulesEvents(); n != want {
+			t.Fatalf("%d inventory.rules_set events in the log, want %d", n, want)
+		}
+	}
+	runUntil(1) // nothing recorded yet: the configured rules (15m, 6h)
+	runUntil(1) // the same rules: nothing more
+	writeConfig(t, dir, noSweeps+"inventory:\n  online_window: 30m\n  address_grace: 0s\n")
+	runUntil(2)
+	code, out, stderr := cli(t, "", "log", "export", "--config", cfg)
+	if code != 0 || !strings.Contains(out, `"online_window_s":1800`) || !strings.Contains(out, `"address_grace_s":0`) {
+		t.Errorf("log export: %d %s %s", code, out, stderr)
+	}
 }

@@ -16,11 +16,13 @@ import (
 	"github.com/jocasta/jocasta/events/bus"
 	"github.com/jocasta/jocasta/events/ingest"
 	"github.com/jocasta/jocasta/httpapi"
+	"github.com/jocasta/jocasta/projections/inventory"
 	"github.com/jocasta/jocasta/projections/presence"
 	"github.com/jocasta/jocasta/projections/retention"
 	"github.com/jocasta/jocasta/projections/runner"
 	"github.com/jocasta/jocasta/sources/builtin"
 	"github.com/jocasta/jocasta/sources/scheduler"
+	"github.com/jocasta/jocasta/store"
 	"github.com/jocasta/jocasta/ui"
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
@@ -110,6 +112,35 @@ type serveHooks struct {
 	listening   func(addr net.Addr)
 	// sensorsListening learns where the embedded NATS server listens.
 	sensorsListening func(addr string)
+}
+
+// recordRules appends inventory.rules_set once the inventory has caught
+// up with the log as it was at start, when the configured online window
+// and address grace differ from the rules last recorded (or none are),
+// and waits until the inventory has applied it.
+func recordRules(ctx context.Context, st *store.Store, run *runner.Runner, inv *inventory.Inventory, cfg *config.Config, head uint64, now func() time.Time) error {
+	if err := run.WaitFor(ctx, head); err != nil {
+		return err
+	}
+	window := time.Duration(cfg.Inventory.OnlineWindow)
+	if window <= 0 {
+		window = inventory.DefaultOnlineWindow
+	}
+	// The configuration's default is 6h: 0 here is a configured 0s.
+	p, differs := inv.RulesEvent(window, time.Duration(cfg.Inventory.AddressGrace))
+	if !differs {
+		return nil
+	}
+	ev, err := events.New(events.KindPresenceRulesSet, p, now())
+	if err != nil {
+		return err
+	}
+	ev.Source, ev.Actor = "config", "config"
+	done, err := st.Append(ctx, ev)
+	if err != nil {
+		return fmt.Errorf("append %s: %w", events.KindPresenceRulesSet, err)
+	}
+	return run.WaitFor(ctx, done[0].Seq)
 }
 
 // serve runs the service until ctx is done, then stops within stopBudget.
@@ -245,6 +276,17 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 		g.Go(func() error { return sensors.run(gctx) })
 	}
 	headAtStart := st.Head()
+	// The presence rules in force go into the log before any source
+	// writes: from then on a replay under another configuration still
+	// shows the presence that was shown (rules.go in the inventory).
+	rulesDone := make(chan struct{})
+	g.Go(func() error {
+		defer close(rulesDone)
+		if err := recordRules(gctx, st, run, set.inv, cfg, headAtStart, now); err != nil && gctx.Err() == nil {
+			log.Error().Err(err).Msg("could not record the presence rules in the log")
+		}
+		return nil
+	})
 	slogger := slogFor(log)
 	insts, swarn, err := builtin.Build(builtin.Kinds(), withDNSCursor(sourceEnv(cfg, set.inv, slogger), set.dns))
 	for _, w := range swarn {
@@ -252,9 +294,16 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 	}
 	if err == nil {
 		sched := &scheduler.Scheduler{
-			Sink:  c.metrics.sink(ingest.NewSink(st)),
-			Ready: func(ctx context.Context) error { return run.WaitFor(ctx, headAtStart) },
-			Log:   slogger,
+			Sink: c.metrics.sink(ingest.NewSink(st)),
+			Ready: func(ctx context.Context) error {
+				select {
+				case <-rulesDone:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				return run.WaitFor(ctx, headAtStart)
+			},
+			Log: slogger,
 		}
 		err = scheduler.Check(insts)
 		g.Go(func() error { return sched.Run(gctx, insts) })

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -59,13 +60,27 @@ func TestLogTailFollowsAcrossServe(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	// Every event after the start, in order, none missed: the three
+	// creations, and the presence rules serve recorded as it started.
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 3 || strings.Contains(out.String(), `"name":"before"`) {
+	var created []string
+	for i, l := range lines {
+		if want := fmt.Sprintf(`"seq":%d,`, i+2); !strings.Contains(l, want) {
+			t.Errorf("line %d: %s, want %s", i, l, want)
+		}
+		switch {
+		case strings.Contains(l, `"kind":"token.created"`):
+			created = append(created, l)
+		case !strings.Contains(l, `"kind":"inventory.rules_set"`):
+			t.Errorf("line %d: an event nobody appended: %s", i, l)
+		}
+	}
+	if len(created) != 3 || strings.Contains(out.String(), `"name":"before"`) {
 		t.Fatalf("want exactly the 3 creations after the start, got:\n%s", out)
 	}
-	for i, want := range []string{`"seq":2,`, `"seq":3,`, `"seq":4,`} {
-		if !strings.Contains(lines[i], want) {
-			t.Errorf("line %d: %s, want %s", i, lines[i], want)
+	for i, name := range []string{"offline", "serving", "stopped"} {
+		if !strings.Contains(created[i], `"name":"`+name+`"`) {
+			t.Errorf("creation %d: %s, want %s", i, created[i], name)
 		}
 	}
 }

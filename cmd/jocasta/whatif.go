@@ -27,9 +27,11 @@ import (
 
 // jocasta whatif replays the kept history twice, side by side, into two
 // temporary inventories that never touch the live database: once as it
-// was recorded, under the configured rules (what did happen: a replay
+// was recorded, under the rules recorded in the log's inventory.rules_set
+// events (the configured ones before the first: what did happen; a replay
 // reproduces presence exactly, clock ticks included), and once under the
-// rules asked for (what would have happened). The recorded clock.ticked
+// rules asked for throughout (what would have happened;
+// inventory.Options.FixedRules). The recorded clock.ticked
 // events encode the configured window's deadlines, so the second replay
 // drops them and ticks where the presence clock (projections/presence)
 // would have under the other window: between two events it asks its
@@ -431,8 +433,11 @@ type whatifSim struct {
 	total      whatifCounts
 }
 
+// newWhatifSim starts a replay: as recorded (resim false: the rules of
+// the log's inventory.rules_set events, window and grace before the
+// first), or under window and grace throughout (resim).
 func newWhatifSim(path string, snap *store.Snapshot, window, grace time.Duration, resim bool) (*whatifSim, error) {
-	inv, err := inventory.New(inventory.Options{OnlineWindow: window, AddressGrace: grace})
+	inv, err := inventory.New(inventory.Options{OnlineWindow: window, AddressGrace: grace, FixedRules: resim})
 	if err != nil {
 		return nil, userErrorf("whatif: %v", err)
 	}

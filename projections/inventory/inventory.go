@@ -69,6 +69,11 @@ type Options struct {
 	Vendor func(mac net.HardwareAddr) string
 	// Registry decodes payloads. Default events.Default.
 	Registry *events.Registry
+	// FixedRules keeps OnlineWindow and AddressGrace whatever the log's
+	// inventory.rules_set events say (whatif replays the history under
+	// other rules). Without it, those events set the rules from their
+	// time on (rules.go), and these are the rules before the first.
+	FixedRules bool
 }
 
 // Validate reports every invalid field.
@@ -103,6 +108,11 @@ type presenceMeta struct {
 type Inventory struct {
 	opts Options
 	reg  *events.Registry
+	// configured are the rules of Options, in force until a
+	// inventory.rules_set event sets others (rules.go).
+	configured    Options
+	rulesRecorded bool // the rules in force came from an event
+	rulesDirty    bool // to be stored at the next Flush
 
 	mu      sync.RWMutex
 	db      *bolt.DB // set by Load; queries of the change and scan logs read it
@@ -160,7 +170,7 @@ func New(opts Options) (*Inventory, error) {
 	if opts.Registry == nil {
 		opts.Registry = events.Default
 	}
-	i := &Inventory{opts: opts, reg: opts.Registry}
+	i := &Inventory{opts: opts, reg: opts.Registry, configured: opts}
 	i.reset()
 	return i, nil
 }
@@ -185,6 +195,8 @@ func (i *Inventory) reset() {
 	i.metaDirty = false
 	i.hist.reset()
 	i.merges = map[string]string{}
+	i.opts.OnlineWindow, i.opts.AddressGrace = i.configured.OnlineWindow, i.configured.AddressGrace
+	i.rulesRecorded, i.rulesDirty = false, false
 	i.version++
 }
 
@@ -236,6 +248,10 @@ func (i *Inventory) Load(tx *bolt.Tx) error {
 			i.reset()
 			return fmt.Errorf("inventory: load: %w", err)
 		}
+	}
+	if err := i.loadRules(tx.Bucket([]byte(bucketMeta))); err != nil {
+		i.reset()
+		return err
 	}
 	if b := tx.Bucket([]byte(bucketMeta)); b != nil {
 		if v := b.Get(metaPresence); v != nil {
@@ -362,6 +378,9 @@ func (i *Inventory) Flush(tx *bolt.Tx) error {
 			return fmt.Errorf("inventory: flush: put history time: %w", err)
 		}
 	}
+	if err := i.flushRules(tx); err != nil {
+		return err
+	}
 	if err := i.flushReads(tx); err != nil {
 		return err
 	}
@@ -407,6 +426,8 @@ func (i *Inventory) Prepare(ev events.Envelope) (any, error) {
 		p = &events.DeviceUnmerged{}
 	case events.KindClockTicked:
 		p = &events.ClockTicked{}
+	case events.KindPresenceRulesSet:
+		p = &events.PresenceRulesSet{}
 	case events.KindRetentionPurged:
 		p = &events.RetentionPurged{}
 	case events.KindScanFailed:
@@ -511,6 +532,8 @@ func (i *Inventory) ApplyPrepared(tx *bolt.Tx, ev events.Envelope, prepared any)
 			at = ev.Time
 		}
 		err = i.evaluate(em, at.UTC(), false)
+	case *events.PresenceRulesSet:
+		err = i.applyRules(em, p)
 	case *events.RetentionPurged:
 		if err = i.applyPurge(em, p); err == nil {
 			err = i.dropPurgedMerges(em)
