@@ -16,6 +16,9 @@ import (
 // projections.ErrBadCursor for a cursor it did not issue.
 type DNS interface {
 	DeviceLookups(ctx context.Context, id string, f dns.Filter) (projections.Page[dns.Item], error)
+	// DeviceHours is the device's lookups summed per hour, newest hour
+	// first, paged by hour (the timeline's DNS items).
+	DeviceHours(ctx context.Context, id string, f dns.HourFilter) (projections.Page[dns.HourTotal], error)
 }
 
 var deviceDNSParams = map[string]bool{"since": false, "until": false, "q": false, "limit": false, "cursor": false}

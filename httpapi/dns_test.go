@@ -37,6 +37,11 @@ func (f *fakeDNS) DeviceLookups(ctx context.Context, id string, fl dns.Filter) (
 	return projections.Page[dns.Item]{Items: items, NextCursor: &next}, nil
 }
 
+func (f *fakeDNS) DeviceHours(ctx context.Context, id string, fl dns.HourFilter) (projections.Page[dns.HourTotal], error) {
+	page, err := f.DeviceLookups(ctx, id, dns.Filter{Since: fl.Since, Until: fl.Until})
+	return projections.Page[dns.HourTotal]{Items: hourTotals(page.Items, fl.Top)}, err
+}
+
 func newDNSEnv(t *testing.T) (*env, *fakeDNS) {
 	inv := newFakeInventory()
 	e := &env{t: t, inv: inv, cmd: &fakeCommander{inv: inv}, auth: &fakeAuth{}, ready: &fakeReady{ready: true},

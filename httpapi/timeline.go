@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"cmp"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -80,6 +81,9 @@ func (s *server) deviceTimeline(w http.ResponseWriter, r *http.Request) error {
 	if sp != nil {
 		since = *sp
 	}
+	if up == nil && sp != nil && until.Before(since) {
+		q.fail("since", "later than now: give a since in the past, or an until after it")
+	}
 	if until.Sub(since) > maxTimelineRange {
 		q.fail("since", fmt.Sprintf("the range is longer than %d days: narrow since and until", maxTimelineRange/(24*time.Hour)))
 	}
@@ -105,8 +109,10 @@ func (s *server) deviceTimeline(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
-	// Each stream gives at most limit+1 items not after the cursor; the
-	// page is the newest limit of them all.
+	// Each stream (changes, traffic hours, DNS hours) gives its items in
+	// [since, upTo] that come after the cursor: all of them, or at least
+	// limit of the newest and more = true. The page is the newest limit
+	// of them all; the next cursor is its last item.
 	upTo := until
 	if cur != nil && cur.T.Before(upTo) {
 		upTo = cur.T
@@ -171,55 +177,32 @@ func (s *server) deviceTimeline(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 
-	// DNS lookups, summed per hour (they come newest hour first, one item
-	// per hour and domain): the hour's lookups, blocked ones and its top
-	// domains.
+	// DNS lookups, summed per hour: the newest limit hours that belong on
+	// this page or later ones (hours starting in [since, upTo], without
+	// the one at the cursor when the previous page showed it).
 	if s.dns != nil {
-		type hourSum struct {
-			count, blocked uint64
-			top            []string
+		dnsSince := since.Truncate(time.Hour)
+		if dnsSince.Before(since) {
+			dnsSince = dnsSince.Add(time.Hour)
 		}
-		hours := map[time.Time]*hourSum{}
-		type hourDomain struct {
-			hour   time.Time
-			domain string
+		dnsUntil := upTo.Truncate(time.Second).Add(time.Second) // the hour starting at upTo too
+		if cur != nil && cur.T.Equal(upTo) && cur.T.Truncate(time.Hour).Equal(cur.T) && !(&TimelineItem{Time: cur.T, key: "d"}).before(cur) {
+			dnsUntil = cur.T // the previous page showed that hour
 		}
-		seen := map[hourDomain]bool{}
-		f := dns.Filter{Since: since.Truncate(time.Hour), Until: upTo.Add(time.Nanosecond), Limit: 1000}
-		for pages := 0; pages < 50; pages++ {
-			page, err := s.dns.DeviceLookups(r.Context(), id, f)
-			if err != nil && !errors.Is(err, projections.ErrNotFound) {
-				return fmt.Errorf("httpapi: timeline lookups of %s: %w", id, err)
+		hours, older, err := s.dnsHours(r.Context(), id, dns.HourFilter{Since: dnsSince, Until: dnsUntil, Top: timelineTopDomains, Limit: limit})
+		if err != nil {
+			return err
+		}
+		for _, h := range hours {
+			top := make([]string, len(h.Top))
+			for k, d := range h.Top {
+				top[k] = d.Domain
 			}
-			fresh := 0
-			for _, it := range page.Items {
-				hd := hourDomain{it.Hour, it.Domain}
-				if seen[hd] {
-					continue // a page read twice
-				}
-				seen[hd] = true
-				fresh++
-				h := hours[it.Hour]
-				if h == nil {
-					h = &hourSum{}
-					hours[it.Hour] = h
-				}
-				h.count += it.Count
-				h.blocked += it.Blocked
-				if len(h.top) < 3 {
-					h.top = append(h.top, it.Domain)
-				}
-			}
-			if page.NextCursor == nil || fresh == 0 {
-				break
-			}
-			f.Cursor = *page.NextCursor
+			add(TimelineItem{Time: h.Hour.UTC(), Kind: timelineDNS, Source: "dns", Actor: "dns",
+				Summary: fmt.Sprintf("%d lookups (%d blocked): %s", h.Lookups, h.Blocked, strings.Join(top, ", ")),
+				Data:    map[string]any{"lookups": h.Lookups, "blocked": h.Blocked, "domains": top, "distinct_domains": h.Domains}, key: "d"})
 		}
-		for hour, h := range hours {
-			add(TimelineItem{Time: hour.UTC(), Kind: timelineDNS, Source: "dns", Actor: "dns",
-				Summary: fmt.Sprintf("%d lookups (%d blocked): %s", h.count, h.blocked, strings.Join(h.top, ", ")),
-				Data:    map[string]any{"lookups": h.count, "blocked": h.blocked, "domains": h.top}, key: "d"})
-		}
+		more = more || older
 	}
 
 	slices.SortFunc(items, func(a, b TimelineItem) int {
@@ -256,4 +239,34 @@ func humanBytes(n uint64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// timelineTopDomains is how many of an hour's busiest domains a dns.hour
+// item names.
+const timelineTopDomains = 3
+
+// dnsHours returns the newest f.Limit hours of the device's lookups in
+// f's range, each summed completely, and whether older ones remain.
+func (s *server) dnsHours(ctx context.Context, id string, f dns.HourFilter) ([]dns.HourTotal, bool, error) {
+	var out []dns.HourTotal
+	for {
+		page, err := s.dns.DeviceHours(ctx, id, f)
+		switch {
+		case errors.Is(err, projections.ErrNotFound):
+			return nil, false, nil // merged or deleted since the inventory said it exists
+		case err != nil:
+			return nil, false, fmt.Errorf("httpapi: timeline lookups of %s: %w", id, err)
+		}
+		out = append(out, page.Items...)
+		if page.NextCursor == nil {
+			return out, false, nil
+		}
+		if len(out) >= f.Limit {
+			return out[:f.Limit], true, nil
+		}
+		if *page.NextCursor == f.Cursor {
+			return nil, false, fmt.Errorf("httpapi: timeline lookups of %s: the cursor %q did not move", id, f.Cursor)
+		}
+		f.Cursor = *page.NextCursor
+	}
 }

@@ -101,40 +101,20 @@ func (p *Projection) DeviceLookups(ctx context.Context, id string, f Filter) (pr
 	if err != nil {
 		return page, err
 	}
-	hs, err := p.opts.Addresses.DeviceHoldings(id)
+	clients, err := p.deviceClients(id)
 	if err != nil {
 		return page, err
 	}
 	limit := clampLimit(f.Limit)
-	idx := p.index()
-	// The device's addresses that have client ids.
-	type client struct {
-		ip netip.Addr
-		id uint32
-	}
-	var clients []client
-	p.mu.RLock()
-	for _, h := range hs {
-		if cid, ok := p.clientIDs[h.IP.Unmap()]; ok && !slices.ContainsFunc(clients, func(c client) bool { return c.id == cid }) {
-			clients = append(clients, client{h.IP.Unmap(), cid})
-		}
-	}
-	p.mu.RUnlock()
-	if len(clients) == 0 {
-		page.Items = []Item{}
-		return page, nil
-	}
-	// The hours from the one holding Since to the last one starting
-	// before Until, as the traffic endpoints count them.
-	first, _ := hourOf(max(f.Since.UTC().Unix(), 0))
-	end, ok := hourOf(f.Until.UTC().Unix() + 3599)
-	if !ok || end <= first {
+	first, end, ok := hourSpan(f.Since, f.Until)
+	if len(clients) == 0 || !ok {
 		page.Items = []Item{}
 		return page, nil
 	}
 	if after != nil {
 		end = min(end, after.hour+1)
 	}
+	idx := p.index()
 	// The domains q keeps, found once (ids are dense, from 1).
 	var keep []bool
 	p.mu.RLock()
@@ -150,49 +130,27 @@ func (p *Projection) DeviceLookups(ctx context.Context, id string, f Filter) (pr
 	err = p.view(func(tx *bolt.Tx) error {
 		hb, ab := tx.Bucket(bHours), tx.Bucket(bAnswers)
 		var key [8]byte
-		var sum []lookup // this hour's, by domain id (few clients: merged in place)
+		var sum []lookup // this hour's, by domain id
 		for h := end; h > first; {
 			h--
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			at := time.Unix(int64(h)*3600, 0).UTC()
-			sum = sum[:0]
-			binary.BigEndian.PutUint32(key[:], h)
-			merge := false // a second address of the device in this hour
-			for _, c := range clients {
-				if dev, ok := idx.At(c.ip, at); !ok || dev != id {
-					continue
-				}
-				binary.BigEndian.PutUint32(key[4:], c.id)
-				err := eachLookup(hb.Get(key[:]), func(l lookup) {
-					if int(l.domain) > len(names) || keep != nil && !keep[l.domain] {
-						return
-					}
-					if after != nil && h == after.hour && names[l.domain-1] <= after.domain {
-						return
-					}
-					if !merge {
-						sum = append(sum, l) // in domain id order
-						return
-					}
-					k, found := slices.BinarySearchFunc(sum, l.domain, func(x lookup, d uint32) int { return cmpU32(x.domain, d) })
-					if found {
-						sum[k].count += l.count
-						sum[k].blocked += l.blocked
-						return
-					}
-					sum = slices.Insert(sum, k, l)
+			var err error
+			if sum, err = hourLookups(hb, h, id, clients, idx, len(names), sum); err != nil {
+				return err
+			}
+			if keep != nil || after != nil && h == after.hour {
+				sum = slices.DeleteFunc(sum, func(l lookup) bool {
+					return keep != nil && !keep[l.domain] || after != nil && h == after.hour && names[l.domain-1] <= after.domain
 				})
-				if err != nil {
-					return fmt.Errorf("dns: hour %d client %d: %w", h, c.id, err)
-				}
-				merge = true
 			}
 			if len(sum) == 0 {
 				continue
 			}
 			slices.SortFunc(sum, func(a, b lookup) int { return strings.Compare(names[a.domain-1], names[b.domain-1]) })
+			binary.BigEndian.PutUint32(key[:], h)
 			for _, l := range sum {
 				binary.BigEndian.PutUint32(key[4:], l.domain)
 				items = append(items, Item{Hour: at, Domain: names[l.domain-1], Count: l.count, Blocked: l.blocked, Answers: answerStrings(ab.Get(key[:]))})
@@ -214,6 +172,211 @@ func (p *Projection) DeviceLookups(ctx context.Context, id string, f Filter) (pr
 	}
 	page.Items = items
 	return page, nil
+}
+
+// HourTotal is a device's lookups of one hour, summed over its domains
+// (and its addresses, as DeviceLookups sums them): one row of its
+// timeline.
+type HourTotal struct {
+	Hour time.Time `json:"hour"`
+	// Lookups and Blocked are the hour's totals.
+	Lookups uint64 `json:"lookups"`
+	Blocked uint64 `json:"blocked"`
+	// Domains is how many distinct domains it looked up.
+	Domains int `json:"domains"`
+	// Top are its most looked-up domains, most first, ties by name.
+	Top []DomainTotal `json:"top"`
+}
+
+// Limits of HourTotal.Top.
+const (
+	DefaultTop = 3
+	MaxTop     = 100
+)
+
+// HourFilter selects a device's hours.
+type HourFilter struct {
+	// Since and Until: the hours DeviceLookups reads for them.
+	Since, Until time.Time
+	// Top is how many of each hour's busiest domains to keep: DefaultTop
+	// when 0 or less, at most MaxTop.
+	Top    int
+	Limit  int
+	Cursor string
+}
+
+// DeviceHours is DeviceLookups summed per hour: one item per hour with
+// lookups, newest first, paged by hour (Limit hours a page). It reads
+// each hour's rows once and never lists its domains, so a timeline can
+// show every hour of a long range. It returns projections.ErrNotFound
+// for an unknown device and projections.ErrBadCursor for a cursor it did
+// not issue (a DeviceLookups cursor included).
+func (p *Projection) DeviceHours(ctx context.Context, id string, f HourFilter) (projections.Page[HourTotal], error) {
+	page := projections.Page[HourTotal]{Items: []HourTotal{}}
+	after, err := decodeHourCursor(f.Cursor)
+	if err != nil {
+		return projections.Page[HourTotal]{}, err
+	}
+	clients, err := p.deviceClients(id)
+	if err != nil {
+		return projections.Page[HourTotal]{}, err
+	}
+	limit := clampLimit(f.Limit)
+	top := f.Top
+	switch {
+	case top <= 0:
+		top = DefaultTop
+	case top > MaxTop:
+		top = MaxTop
+	}
+	first, end, ok := hourSpan(f.Since, f.Until)
+	if len(clients) == 0 || !ok {
+		return page, nil
+	}
+	if after != nil {
+		end = min(end, *after)
+	}
+	idx := p.index()
+	p.mu.RLock()
+	names := p.domains[:len(p.domains):len(p.domains)]
+	p.mu.RUnlock()
+	items := make([]HourTotal, 0, min(limit+1, 256))
+	err = p.view(func(tx *bolt.Tx) error {
+		hb := tx.Bucket(bHours)
+		var sum []lookup
+		for h := end; h > first && len(items) <= limit; {
+			h--
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			var err error
+			if sum, err = hourLookups(hb, h, id, clients, idx, len(names), sum); err != nil {
+				return err
+			}
+			if len(sum) == 0 {
+				continue
+			}
+			ht := HourTotal{Hour: time.Unix(int64(h)*3600, 0).UTC(), Domains: len(sum), Top: topDomains(sum, names, top)}
+			for _, l := range sum {
+				ht.Lookups += l.count
+				ht.Blocked += l.blocked
+			}
+			items = append(items, ht)
+		}
+		return nil
+	})
+	if err != nil {
+		return projections.Page[HourTotal]{}, err
+	}
+	if len(items) > limit {
+		items = items[:limit]
+		c := encodeHourCursor(uint32(items[limit-1].Hour.Unix() / 3600))
+		page.NextCursor = &c
+	}
+	page.Items = items
+	return page, nil
+}
+
+// client is one of a device's addresses that has lookups, and its id.
+type client struct {
+	ip netip.Addr
+	id uint32
+}
+
+// deviceClients returns the device's addresses that have client ids:
+// projections.ErrNotFound for an unknown device.
+func (p *Projection) deviceClients(id string) ([]client, error) {
+	hs, err := p.opts.Addresses.DeviceHoldings(id)
+	if err != nil {
+		return nil, err
+	}
+	var clients []client
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	for _, h := range hs {
+		if cid, ok := p.clientIDs[h.IP.Unmap()]; ok && !slices.ContainsFunc(clients, func(c client) bool { return c.id == cid }) {
+			clients = append(clients, client{h.IP.Unmap(), cid})
+		}
+	}
+	return clients, nil
+}
+
+// hourSpan returns the hours [first, end) of a range: from the one
+// holding since to the last one starting before until, as the traffic
+// endpoints count them; ok is false for an empty range.
+func hourSpan(since, until time.Time) (first, end uint32, ok bool) {
+	first, _ = hourOf(max(since.UTC().Unix(), 0))
+	end, ok = hourOf(until.UTC().Unix() + 3599)
+	return first, end, ok && end > first
+}
+
+// hourLookups puts into sum (emptied first) the device's lookups of hour
+// h, by domain id: those of each of its addresses that it held then,
+// added up per domain. Domain ids past nNames (newer than the caller's
+// view of the dictionary) are left out.
+func hourLookups(hb *bolt.Bucket, h uint32, id string, clients []client, idx *inventory.HoldingIndex, nNames int, sum []lookup) ([]lookup, error) {
+	at := time.Unix(int64(h)*3600, 0).UTC()
+	sum = sum[:0]
+	var key [8]byte
+	binary.BigEndian.PutUint32(key[:], h)
+	merge := false // a second address of the device in this hour (few: merged in place)
+	for _, c := range clients {
+		if dev, ok := idx.At(c.ip, at); !ok || dev != id {
+			continue
+		}
+		binary.BigEndian.PutUint32(key[4:], c.id)
+		err := eachLookup(hb.Get(key[:]), func(l lookup) {
+			if int(l.domain) > nNames {
+				return
+			}
+			if !merge {
+				sum = append(sum, l) // in domain id order
+				return
+			}
+			k, found := slices.BinarySearchFunc(sum, l.domain, func(x lookup, d uint32) int { return cmpU32(x.domain, d) })
+			if found {
+				sum[k].count += l.count
+				sum[k].blocked += l.blocked
+				return
+			}
+			sum = slices.Insert(sum, k, l)
+		})
+		if err != nil {
+			return sum, fmt.Errorf("dns: hour %d client %d: %w", h, c.id, err)
+		}
+		merge = true
+	}
+	return sum, nil
+}
+
+// topDomains returns the n most looked-up domains of sum, most first,
+// ties by name.
+func topDomains(sum []lookup, names []string, n int) []DomainTotal {
+	ahead := func(a, b lookup) bool { // a ranks before b
+		if a.count != b.count {
+			return a.count > b.count
+		}
+		return names[a.domain-1] < names[b.domain-1]
+	}
+	best := make([]lookup, 0, min(n, len(sum)))
+	for _, l := range sum {
+		if len(best) == n && !ahead(l, best[n-1]) {
+			continue
+		}
+		k := 0
+		for k < len(best) && !ahead(l, best[k]) {
+			k++
+		}
+		if len(best) == n {
+			best = best[:n-1]
+		}
+		best = slices.Insert(best, k, l)
+	}
+	out := make([]DomainTotal, len(best))
+	for k, l := range best {
+		out[k] = DomainTotal{Domain: names[l.domain-1], Count: l.count, Blocked: l.blocked}
+	}
+	return out
 }
 
 func answerStrings(b []byte) []string {
@@ -263,6 +426,28 @@ func decodeCursor(s string) (*cursorPos, error) {
 		return nil, projections.ErrBadCursor
 	}
 	return &cursorPos{hour: uint32(h), domain: domain}, nil
+}
+
+// encodeHourCursor is DeviceHours' cursor: the last hour of a page.
+func encodeHourCursor(h uint32) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("dnsh:" + strconv.FormatUint(uint64(h), 10)))
+}
+
+func decodeHourCursor(s string) (*uint32, error) {
+	if s == "" {
+		return nil, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil, projections.ErrBadCursor
+	}
+	rest, ok := strings.CutPrefix(string(b), "dnsh:")
+	h, err := strconv.ParseUint(rest, 10, 32)
+	if !ok || err != nil {
+		return nil, projections.ErrBadCursor
+	}
+	h32 := uint32(h)
+	return &h32, nil
 }
 
 // PeerName names an address by the domain whose answer held it in the
