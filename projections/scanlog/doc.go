@@ -6,14 +6,21 @@
 //
 // # Overview
 //
-// [Log] is a runner.Projection (name "scanlog", version 1). It reads
+// [Log] is a runner.Projection (name "scanlog", version 2). It reads
 // only the header of each run's event: a sweep's responders are counted
 // (those it repeats from the previous sweep, in Same, and those it holds
 // whole), never resolved against the previous sweep as the inventory
 // must; a port scan counts the addresses with an open port; a plugin
 // read shows the hosts and rows it read; a DNS read its distinct
-// clients and its entries; a flow window its exporters as hosts, its
-// flows as rows, and its drops and estimated loss among the errors.
+// clients and its entries; a flow window the listener's state: its
+// exporters as hosts and as its networks, each with its versions,
+// templates and sampling ("192.0.2.1 (v9; 5 templates; sampling
+// 1:100)"), the datagrams they sent as probes, its flows as rows, and
+// among the errors its drops, each reason counted in its own unit
+// (datagrams, sets, templates, records or flows: "dropped 3 data sets
+// without a template; 2 flow records without addresses"), and its
+// estimated loss. The exporters' state is not an error, so a window
+// without drops or loss lists none and shows as healthy.
 // retention.purged removes the entries that finished before its
 // history cutoff (retention.history), and [Log.RowsBefore] counts them
 // ahead of a purge for the retention job.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -170,42 +171,151 @@ type flowHead struct {
 	Finished  time.Time         `json:"finished"`
 	Complete  bool              `json:"complete"`
 	Errors    []string          `json:"errors"`
+	Datagrams uint64            `json:"datagrams"`
 	Flows     uint64            `json:"flows"`
 	LostFlows uint64            `json:"lost_flows"`
 	Drops     map[string]uint64 `json:"drops"`
-	Exporters []struct{}        `json:"exporters"`
+	Exporters []flowExporter    `json:"exporters"`
 }
 
-// flowScan is a flow window's entry (kind "flows"): the exporters heard
-// as hosts, the flows as rows, drops and estimated loss said in words
-// beside the errors.
+type flowExporter struct {
+	Addr      string `json:"addr"`
+	Versions  []int  `json:"versions"`
+	Templates int    `json:"templates"`
+	Sampling  uint32 `json:"sampling"`
+}
+
+// flowScan is a flow window's entry (kind "flows"): the listener's state
+// in the entry's fields (see flowScanOf).
 func (l *Log) flowScan(ev events.Envelope) (projections.Scan, error) {
 	var h flowHead
 	if err := l.reg.DecodeInto(ev, &h); err != nil {
 		return projections.Scan{}, err
 	}
+	return flowScanOf(&h), nil
+}
+
+// flowScanOf is a flow window's entry: its exporters as its networks,
+// each with its versions, templates and sampling ("192.0.2.1 (v9; 5
+// templates; sampling 1:100)"), and as the hosts found; the datagrams
+// the exporters sent as its probes; its flows as rows; and among its
+// errors, after the listener's own, its drops in one sentence that
+// counts each reason in its own unit, then its estimated loss.
+func flowScanOf(h *flowHead) projections.Scan {
+	nets := make([]string, 0, len(h.Exporters))
+	for i := range h.Exporters {
+		nets = append(nets, exporterEntry(&h.Exporters[i]))
+	}
 	errs := slices.Clone(h.Errors)
-	if len(h.Drops) > 0 {
-		reasons := make([]string, 0, len(h.Drops))
-		for r := range h.Drops {
-			reasons = append(reasons, r)
-		}
-		slices.Sort(reasons)
-		parts := make([]string, 0, len(reasons))
-		var total uint64
-		for _, r := range reasons {
-			parts = append(parts, fmt.Sprintf("%s %d", r, h.Drops[r]))
-			total += h.Drops[r]
-		}
-		errs = append(errs, fmt.Sprintf("dropped %d datagrams (%s)", total, strings.Join(parts, ", ")))
+	if d := dropsSentence(h.Drops, h.Errors); d != "" {
+		errs = append(errs, d)
 	}
 	if h.LostFlows > 0 {
 		errs = append(errs, fmt.Sprintf("estimated %d flows lost (sequence gaps)", h.LostFlows))
 	}
 	return projections.Scan{
 		ID: h.ScanID, Kind: "flows", Started: h.Started.UTC(), Finished: h.Finished.UTC(),
-		HostsFound: len(h.Exporters), Rows: int(min(h.Flows, 1<<31-1)), Complete: h.Complete, Errors: errs,
-	}, nil
+		Networks: nets, ProbesSent: int(min(h.Datagrams, maxCount)), HostsFound: len(h.Exporters),
+		Rows: int(min(h.Flows, maxCount)), Complete: h.Complete, Errors: errs,
+	}
+}
+
+// maxCount caps a count of the listener's (uint64) in an entry's int.
+const maxCount = 1<<31 - 1
+
+// exporterEntry is an exporter as one of a flow window's networks: its
+// address, then its protocol versions, its templates (v9 and IPFIX),
+// and its sampling when it samples.
+func exporterEntry(e *flowExporter) string {
+	var parts []string
+	templates := e.Templates > 0
+	if len(e.Versions) > 0 {
+		vs := make([]string, 0, len(e.Versions))
+		for _, v := range e.Versions {
+			switch v {
+			case 10:
+				vs = append(vs, "IPFIX")
+			default:
+				vs = append(vs, "v"+strconv.Itoa(v))
+			}
+			templates = templates || v == 9 || v == 10
+		}
+		parts = append(parts, strings.Join(vs, "/"))
+	}
+	if templates {
+		parts = append(parts, plural(uint64(max(e.Templates, 0)), "template", "templates"))
+	}
+	if e.Sampling > 1 {
+		parts = append(parts, "sampling 1:"+strconv.FormatUint(uint64(e.Sampling), 10))
+	}
+	if len(parts) == 0 {
+		return e.Addr
+	}
+	return e.Addr + " (" + strings.Join(parts, "; ") + ")"
+}
+
+// dropReasons are the flow listener's drop reasons in its order, each
+// with what it counts (sources/flowlistener, decode.go): a reason's
+// count is of datagrams, sets, templates, records or flows, never to be
+// summed with another's.
+var dropReasons = []dropReason{
+	{"not_exporter", "datagram from an address not in exporters", "datagrams from addresses not in exporters"},
+	{"short", "datagram shorter than its header says", "datagrams shorter than their headers say"},
+	{"version", "datagram of an unknown version", "datagrams of an unknown version"},
+	{"malformed", "malformed set or template", "malformed sets or templates"},
+	{"no_template", "data set without a template", "data sets without a template"},
+	{"template_expired", "data set whose template expired", "data sets whose template expired"},
+	{"no_address", "flow record without addresses", "flow records without addresses"},
+	{"limits", "datagram or template over the limits", "datagrams or templates over the limits"},
+	{"table_full", "flow past the window's row limit", "flows past the window's row limit"},
+}
+
+type dropReason struct{ reason, one, many string }
+
+// dropsSentence says a window's drops, each reason in its unit ("dropped
+// 12 datagrams from addresses not in exporters; 3 data sets without a
+// template"); a reason this list does not know comes last, by its name
+// ("5 counted as x"). not_exporter is left out when the listener's own
+// error already counts it (with the first addresses).
+func dropsSentence(drops map[string]uint64, said []string) string {
+	if len(drops) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(drops))
+	for _, r := range dropReasons {
+		n := drops[r.reason]
+		if n == 0 {
+			continue
+		}
+		if r.reason == "not_exporter" && slices.ContainsFunc(said, func(e string) bool {
+			return strings.HasPrefix(e, fmt.Sprintf("dropped %d datagrams from addresses not in exporters", n))
+		}) {
+			continue
+		}
+		parts = append(parts, plural(n, r.one, r.many))
+	}
+	var other []string
+	for r, n := range drops {
+		if n > 0 && !slices.ContainsFunc(dropReasons, func(d dropReason) bool { return d.reason == r }) {
+			other = append(other, r)
+		}
+	}
+	slices.Sort(other)
+	for _, r := range other {
+		parts = append(parts, strconv.FormatUint(drops[r], 10)+" counted as "+r)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "dropped " + strings.Join(parts, "; ")
+}
+
+// plural is n with one or many.
+func plural(n uint64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.FormatUint(n, 10) + " " + many
 }
 
 // failedScan is the entry of a run that produced nothing: its reason is

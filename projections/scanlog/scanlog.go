@@ -17,8 +17,11 @@ import (
 // Name is the projection's consumer name. Never rename it.
 const Name = "scanlog"
 
-// Version of the rows; raising it rebuilds them from the log.
-const Version = 1
+// Version of the rows; raising it rebuilds them from the log. 2: a flow
+// window's entry lists its exporters and datagrams and says each drop
+// reason in its own unit (1 summed them all as datagrams). The row
+// layout (rowFormat) is unchanged.
+const Version = 2
 
 // Buckets: see the package documentation.
 const (

@@ -125,14 +125,32 @@ func TestEntries(t *testing.T) {
 		want: projections.Scan{ID: "d1", Source: "dnsfilter1:pi", Kind: "dnsfilter1", Started: t0, Finished: t0.Add(time.Second), DurationMS: 1000,
 			Networks: []string{}, HostsFound: 2, Rows: 10, Complete: true, Errors: []string{}},
 	}, {
-		name: "a flow window: exporters, flows, drops and loss in words", kind: events.KindTrafficRecorded, source: "flowlistener:edge",
+		name: "a flow window: exporters, datagrams, flows, drops each in its unit, loss", kind: events.KindTrafficRecorded, source: "flowlistener:edge",
 		payload: events.TrafficRecorded{ScanID: "w1", Started: t0, Finished: t0.Add(time.Minute), Complete: true, Listen: ":2055", Datagrams: 120,
-			Flows: 3000, LostFlows: 40, Drops: map[string]uint64{"not_exporter": 7, "malformed": 2},
-			Exporters: []events.TrafficExporter{{Addr: "10.0.0.1", Versions: []int{9}, Datagrams: 120, Flows: 3000}},
+			Flows: 3000, LostFlows: 40, Drops: map[string]uint64{"not_exporter": 7, "malformed": 2, "no_template": 3, "no_address": 1, "table_full": 50},
+			Exporters: []events.TrafficExporter{{Addr: "10.0.0.1", Versions: []int{9}, Templates: 4, Datagrams: 120, Flows: 3000, LostFlows: 40, Sampling: 1}},
 			Rows:      []events.TrafficRow{{Src: "10.0.0.5", Dst: "8.8.8.8", Proto: 17, Port: 53, Bytes: 900, Packets: 10, Flows: 5}}},
 		want: projections.Scan{ID: "w1", Source: "flowlistener:edge", Kind: "flows", Started: t0, Finished: t0.Add(time.Minute), DurationMS: 60000,
-			Networks: []string{}, HostsFound: 1, Rows: 3000, Complete: true,
-			Errors: []string{"dropped 9 datagrams (malformed 2, not_exporter 7)", "estimated 40 flows lost (sequence gaps)"}},
+			Networks: []string{"10.0.0.1 (v9; 4 templates)"}, ProbesSent: 120, HostsFound: 1, Rows: 3000, Complete: true,
+			Errors: []string{"dropped 7 datagrams from addresses not in exporters; 2 malformed sets or templates; 3 data sets without a template; " +
+				"1 flow record without addresses; 50 flows past the window's row limit", "estimated 40 flows lost (sequence gaps)"}},
+	}, {
+		name: "a flow window: exporters' versions, templates and sampling; drops the listener already said", kind: events.KindTrafficRecorded, source: "flowlistener:edge",
+		payload: events.TrafficRecorded{ScanID: "w2", Started: t0, Finished: t0.Add(time.Minute), Complete: false, Final: true, Datagrams: 1 << 40, Flows: 9,
+			Errors: []string{"dropped 1 datagrams from addresses not in exporters (first: [203.0.113.9])"},
+			Drops:  map[string]uint64{"not_exporter": 1, "short": 1, "version": 2, "template_expired": 1, "limits": 3, "new_reason": 5, "zero": 0},
+			Exporters: []events.TrafficExporter{
+				{Addr: "192.0.2.1", Versions: []int{5}, Sampling: 1},
+				{Addr: "192.0.2.2", Versions: []int{9, 10}, Templates: 1, Sampling: 100},
+				{Addr: "198.51.100.2", Versions: []int{10}},
+				{Addr: "2001:db8::1"},
+			}},
+		want: projections.Scan{ID: "w2", Source: "flowlistener:edge", Kind: "flows", Started: t0, Finished: t0.Add(time.Minute), DurationMS: 60000,
+			Networks:   []string{"192.0.2.1 (v5)", "192.0.2.2 (v9/IPFIX; 1 template; sampling 1:100)", "198.51.100.2 (IPFIX; 0 templates)", "2001:db8::1"},
+			ProbesSent: 1<<31 - 1, HostsFound: 4, Rows: 9,
+			Errors: []string{"dropped 1 datagrams from addresses not in exporters (first: [203.0.113.9])",
+				"dropped 1 datagram shorter than its header says; 2 datagrams of an unknown version; 1 data set whose template expired; " +
+					"3 datagrams or templates over the limits; 5 counted as new_reason"}},
 	}, {
 		name: "a failed sweep: its reason, under the entries' kind", kind: events.KindScanFailed, source: "sweep:lab",
 		payload: events.ScanFailed{ScanID: "f1", Kind: "sweep", Started: t0, Finished: t0.Add(2 * time.Second), Reason: "socket: operation not permitted"},
