@@ -96,7 +96,10 @@ type devicesAtPage struct {
 	NextCursor *string          `json:"next_cursor"`
 }
 
-var devicesAtParams = map[string]bool{"at": false, "limit": false, "cursor": false}
+var devicesAtParams = map[string]bool{
+	"at": false, "q": false, "group": false, "presence": false, "network": false,
+	"watched": false, "ignored": false, "sort": false, "limit": false, "cursor": false,
+}
 
 // listDevicesAt answers GET /api/devices?at=T. The cursor is the base64url
 // of "h", the lower-case name and the id of the last device of the page.
@@ -107,6 +110,20 @@ func (s *server) listDevicesAt(w http.ResponseWriter, r *http.Request) error {
 	}
 	at := atParam(q, "at", s.now())
 	limit := q.limit()
+	// The list's filters, as for the live list; the order is the name's
+	// (last_seen is not kept at an instant, and one order keeps the
+	// cursor simple).
+	f := history.Filter{
+		Q:        q.text("q", true),
+		Group:    q.text("group", false),
+		Presence: q.oneOf("presence", projections.PresenceOnline, projections.PresenceOffline, projections.PresenceQuiet),
+		Network:  q.prefix("network"),
+		Watched:  q.boolean("watched"),
+		Ignored:  q.boolean("ignored"),
+	}
+	if sort := q.text("sort", false); sort != "" && sort != "name" {
+		q.fail("sort", "the devices at an instant are listed by name only: leave sort out or give name")
+	}
 	var afterName, afterID string
 	if raw := q.cursor(); raw != "" {
 		b, err := base64.RawURLEncoding.DecodeString(raw)
@@ -129,6 +146,9 @@ func (s *server) listDevicesAt(w http.ResponseWriter, r *http.Request) error {
 	}
 	page := devicesAtPage{At: at, Items: []history.Device{}}
 	for _, d := range all {
+		if !f.Match(&d) {
+			continue
+		}
 		key := strings.ToLower(d.Name)
 		if afterID != "" && cmp.Or(cmp.Compare(key, afterName), cmp.Compare(d.ID, afterID)) <= 0 {
 			continue

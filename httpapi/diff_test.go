@@ -31,8 +31,21 @@ func (f *fakeInventory) historyAt(at time.Time) ([]history.Device, error) {
 		if d.FirstSeen.After(at) {
 			continue
 		}
-		out = append(out, history.Device{ID: d.ID, Name: d.Name, Names: map[string]string{}, MAC: d.MAC,
-			Addresses: []history.Address{}, Ports: []int{}, Presence: d.Presence, FirstSeen: d.FirstSeen.UTC(), Sources: []string{}})
+		hd := history.Device{ID: d.ID, Name: d.Name, Names: map[string]string{}, MAC: d.MAC, Vendor: d.Vendor,
+			Addresses: []history.Address{}, Ports: []int{}, Label: d.Label, Group: d.Group, Watched: d.Watched, Ignored: d.Ignored,
+			Presence: d.Presence, FirstSeen: d.FirstSeen.UTC(), Sources: []string{}}
+		for src, n := range d.Names {
+			hd.Names[src] = n.Name
+		}
+		for _, a := range d.Addresses {
+			ha := history.Address{IP: a.IP, Network: a.Network, FirstSeen: a.FirstSeen.UTC()}
+			if a.RetiredAt != nil {
+				r := a.RetiredAt.UTC()
+				ha.RetiredAt = &r
+			}
+			hd.Addresses = append(hd.Addresses, ha)
+		}
+		out = append(out, hd)
 	}
 	slices.SortFunc(out, func(a, b history.Device) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
@@ -106,6 +119,26 @@ func (f *fakeInventory) Diff(_ context.Context, from, to time.Time) (history.Dif
 
 var _ httpapi.HistoryReader = (*fakeInventory)(nil)
 
+// atNames checks that a page of devices at an instant holds exactly
+// the devices of these names, in order.
+func atNames(names ...string) func(t *testing.T, body []byte) {
+	return func(t *testing.T, body []byte) {
+		t.Helper()
+		p := decode[struct {
+			At         time.Time        `json:"at"`
+			Items      []history.Device `json:"items"`
+			NextCursor *string          `json:"next_cursor"`
+		}](t, body)
+		var got []string
+		for _, d := range p.Items {
+			got = append(got, d.Name)
+		}
+		if !slices.Equal(got, names) {
+			t.Fatalf("devices %q, want %q", got, names)
+		}
+	}
+}
+
 func TestHistoryAt(t *testing.T) {
 	e := newEnv(t, httpapi.Config{})
 	q := func(s string) string { return url.QueryEscape(s) }
@@ -143,7 +176,16 @@ func TestHistoryAt(t *testing.T) {
 			}
 		}},
 		{"list with an empty at", "/api/devices?at=", 400, "invalid-query", nil},
-		{"list at with a filter", "/api/devices?at=" + q("2026-03-02T12:00:00Z") + "&group=lab", 400, "invalid-query", nil},
+		{"list at with a group", "/api/devices?at=" + q("2026-03-02T12:00:00Z") + "&group=lab", 200, "", atNames("nas")},
+		{"list at with q on a name by source", "/api/devices?at=" + q("2026-03-02T12:00:00Z") + "&q=NAS.LAN", 200, "", atNames("nas")},
+		{"list at with watched and presence", "/api/devices?at=" + q("2026-03-02T12:00:00Z") + "&watched=true&presence=online&q=nas", 200, "", atNames("nas")},
+		{"list at with q matching nothing", "/api/devices?at=" + q("2026-03-02T12:00:00Z") + "&q=no-such-device", 200, "", atNames()},
+		{"list at sorted otherwise", "/api/devices?at=" + q("2026-03-02T12:00:00Z") + "&sort=ip", 400, "invalid-query", func(t *testing.T, body []byte) {
+			if !strings.Contains(string(body), "by name only") {
+				t.Fatalf("body %s", body)
+			}
+		}},
+		{"list at with a bad presence", "/api/devices?at=" + q("2026-03-02T12:00:00Z") + "&presence=gone", 400, "invalid-query", nil},
 		{"list at with a bad cursor", "/api/devices?at=" + q("2026-03-02T12:00:00Z") + "&cursor=zz", 400, "invalid-query", nil},
 		{"device", "/api/devices/dev-nas?at=" + q("2026-03-02T12:00:00Z"), 200, "", func(t *testing.T, body []byte) {
 			d := decode[history.Device](t, body)

@@ -84,16 +84,6 @@ func requiredTime(name, v string) (time.Time, error) {
 	return *t, nil
 }
 
-func matchesAt(d *history.Device, q string) bool {
-	if q == "" {
-		return true
-	}
-	has := func(s string) bool { return strings.Contains(strings.ToLower(s), q) }
-	if has(d.Name) || (d.MAC != nil && has(*d.MAC)) || (d.Vendor != nil && has(*d.Vendor)) || (d.Label != nil && has(*d.Label)) {
-		return true
-	}
-	return slices.ContainsFunc(d.Addresses, func(a history.Address) bool { return has(a.IP) })
-}
 
 func (t *tools) inventoryAt(ctx context.Context, _ *sdk.CallToolRequest, in AtIn) (*sdk.CallToolResult, AtOut, error) {
 	at, err := requiredTime("at", in.At)
@@ -128,7 +118,7 @@ func (t *tools) inventoryAt(ctx context.Context, _ *sdk.CallToolRequest, in AtIn
 	out.Stats = &st
 	q := strings.ToLower(in.Q)
 	for k := range ds {
-		if matchesAt(&ds[k], q) {
+		if (history.Filter{Q: q}).Match(&ds[k]) {
 			out.Total++
 			out.Devices = append(out.Devices, ds[k])
 		}

@@ -3,6 +3,9 @@ package history
 import (
 	"errors"
 	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -109,3 +112,48 @@ func (e *CompactedError) Error() string {
 
 // Is makes errors.Is(err, ErrCompacted) true.
 func (e *CompactedError) Is(target error) bool { return target == ErrCompacted }
+
+// Filter selects devices at an instant as GET /api/devices selects the
+// live ones. The zero Filter selects every device.
+type Filter struct {
+	// Q is a case-insensitive substring of the name, any name by source,
+	// the label, any address (current or retired), the MAC or the vendor.
+	Q string
+	// Group is the exact group; Presence online, offline or quiet.
+	Group, Presence string
+	// Network selects devices with a current address inside it.
+	Network *netip.Prefix
+	// Watched and Ignored, when set, select by that flag.
+	Watched, Ignored *bool
+}
+
+// Match reports whether d is selected.
+func (f Filter) Match(d *Device) bool {
+	switch {
+	case f.Group != "" && (d.Group == nil || *d.Group != f.Group),
+		f.Presence != "" && d.Presence != f.Presence,
+		f.Watched != nil && d.Watched != *f.Watched,
+		f.Ignored != nil && d.Ignored != *f.Ignored:
+		return false
+	}
+	if f.Network != nil && !slices.ContainsFunc(d.Addresses, func(a Address) bool {
+		ip, err := netip.ParseAddr(a.IP)
+		return err == nil && a.RetiredAt == nil && f.Network.Contains(ip)
+	}) {
+		return false
+	}
+	if f.Q == "" {
+		return true
+	}
+	q := strings.ToLower(f.Q)
+	has := func(s string) bool { return strings.Contains(strings.ToLower(s), q) }
+	if has(d.Name) || (d.MAC != nil && has(*d.MAC)) || (d.Vendor != nil && has(*d.Vendor)) || (d.Label != nil && has(*d.Label)) {
+		return true
+	}
+	for _, n := range d.Names {
+		if has(n) {
+			return true
+		}
+	}
+	return slices.ContainsFunc(d.Addresses, func(a Address) bool { return has(a.IP) })
+}
