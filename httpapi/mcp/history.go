@@ -84,7 +84,6 @@ func requiredTime(name, v string) (time.Time, error) {
 	return *t, nil
 }
 
-
 func (t *tools) inventoryAt(ctx context.Context, _ *sdk.CallToolRequest, in AtIn) (*sdk.CallToolResult, AtOut, error) {
 	at, err := requiredTime("at", in.At)
 	if err != nil {
