@@ -3,6 +3,7 @@ package flowlistener
 import (
 	"encoding/binary"
 	"net/netip"
+	"slices"
 	"time"
 )
 
@@ -12,9 +13,9 @@ const (
 	dropShort              // a datagram shorter than its header says
 	dropVersion            // an unknown version
 	dropMalformed          // a set or template whose lengths do not add up
-	dropNoTemplate         // a data set whose template has not arrived (sets)
+	dropNoTemplate         // a data set whose template has not arrived, or did not within maxPendingAge (sets)
 	dropExpired            // a data set whose template was not refreshed in time (sets)
-	dropNoAddress          // a record without IPv4 or IPv6 addresses (records)
+	dropNoAddress          // a record without a source and destination of one family, both specified (records)
 	dropLimits             // a template, domain or pending set over the limits
 	dropTableFull          // a flow whose row did not fit the window's table (flows)
 	nDrops
@@ -26,12 +27,37 @@ var dropNames = [nDrops]string{
 }
 
 // Limits that keep a hostile exporter from growing memory without bound.
+// Every length and count read from a datagram is checked against them
+// before anything is allocated for it.
 const (
-	maxDomains       = 256  // domains (source ids, observation domains) per exporter
-	maxTemplates     = 1024 // templates per domain
-	maxPendingSets   = 8    // data sets held per domain until their template arrives
-	maxPendingBytes  = 32 << 10
-	restartThreshold = 1 << 24 // a sequence jump larger than this is a restart, not loss
+	maxDomains        = 256  // domains (source ids, observation domains) per exporter
+	maxTemplates      = 1024 // templates per domain
+	maxTemplateFields = 256  // fields per template (real ones have fewer than 100)
+	// maxExporterFields bounds the templates of one exporter across its
+	// domains: each costs its fields plus templateOverhead (its header and
+	// map entry), so both 256-field templates (252 of them) and 1-field
+	// ones (13,107) fit in about 2 MiB.
+	maxExporterFields = 1 << 16
+	templateOverhead  = 4
+	maxPendingSets    = 8 // data sets held per domain until their template arrives
+	maxPendingBytes   = 32 << 10
+	// maxPendingAge is how long a held data set waits for its template
+	// (the default window): older ones are dropped as no_template, so a
+	// held set is never decoded into a window long after it arrived.
+	maxPendingAge = 60 * time.Second
+)
+
+// Sequence accounting: gap is the sequence number of a datagram minus the
+// one expected (mod 2^32). Forward gaps below restartThreshold are loss;
+// a step back of at most the late bound is a late (reordered or
+// duplicated) datagram; anything else is an exporter restart.
+const (
+	restartThreshold = 1 << 24 // a forward jump larger than this is a restart, not loss
+	// lateFlows: v5 and IPFIX count flows (records); 2^16 is over 2,000
+	// full v5 datagrams of reordering, far below half the sequence space.
+	lateFlows = 1 << 16
+	// latePackets: v9 counts export packets.
+	latePackets = 1 << 10
 )
 
 // Field kinds the decoder reads; every other field is skipped by length.
@@ -97,11 +123,10 @@ func fieldOp(id uint16, enterprise bool) uint8 {
 
 const varLen = 0xFFFF
 
-// field is one field of a template.
+// field is one field of a template (4 bytes).
 type field struct {
 	op     uint8
 	length uint16 // varLen: variable (IPFIX)
-	off    int    // offset in a fixed-length record
 }
 
 // template is a (options) template of one domain.
@@ -119,7 +144,6 @@ func newTemplate(fields []field, options bool, scope int, now time.Time) *templa
 	off := 0
 	for i := range t.fields {
 		f := &t.fields[i]
-		f.off = off
 		if f.length == varLen {
 			t.fixed = false
 			off++ // at least the one-byte length prefix
@@ -130,6 +154,9 @@ func newTemplate(fields []field, options bool, scope int, now time.Time) *templa
 	t.recLen = off
 	return t
 }
+
+// cost is what the template counts against maxExporterFields.
+func (t *template) cost() int { return len(t.fields) + templateOverhead }
 
 func (t *template) same(fields []field, options bool, scope int) bool {
 	if t.options != options || t.scope != scope || len(t.fields) != len(fields) {
@@ -146,6 +173,7 @@ func (t *template) same(fields []field, options bool, scope int) bool {
 // pendingSet is a data set held until its template arrives.
 type pendingSet struct {
 	id   uint16
+	at   time.Time // when it arrived (maxPendingAge)
 	data []byte
 }
 
@@ -159,6 +187,9 @@ type domain struct {
 	samplers map[uint32]uint32
 	seqOK    bool
 	nextSeq  uint32
+	// lost is the loss counted for this domain this window: a late
+	// datagram takes back at most this much.
+	lost uint64
 	// flowsPerPacket is a running average (v9 loss estimates: its
 	// sequence counts packets).
 	flowsPerPacket float64
@@ -166,7 +197,9 @@ type domain struct {
 	pendingBytes   int
 }
 
-// exporter is the state of one accepted exporter address.
+// exporter is the state of one accepted exporter address. Domains and
+// templates carry over from window to window; the counters are this
+// window's (endWindow resets them).
 type exporter struct {
 	addr      netip.Addr
 	domains   map[uint64]*domain
@@ -175,6 +208,26 @@ type exporter struct {
 	flows     uint64
 	lost      uint64
 	restarts  uint64
+	// fields is the cost of its templates across domains
+	// (maxExporterFields).
+	fields int
+}
+
+// endWindow resets the per-window counters.
+func (ex *exporter) endWindow() {
+	ex.datagrams, ex.flows, ex.lost, ex.restarts, ex.versions = 0, 0, 0, 0, 0
+	for _, dm := range ex.domains {
+		dm.lost = 0
+	}
+}
+
+// held is the number of data sets waiting for their template.
+func (ex *exporter) held() int {
+	n := 0
+	for _, dm := range ex.domains {
+		n += len(dm.pending)
+	}
+	return n
 }
 
 func domainKey(version uint16, id uint32) uint64 { return uint64(version)<<32 | uint64(id) }
@@ -185,9 +238,9 @@ type decoder struct {
 	drops    [nDrops]uint64
 	flows    uint64
 	lost     uint64
-	records  uint64 // data records read, options included (IPFIX sequence)
 	sink     func(*flow)
-	f        flow // reused for every record
+	f        flow    // reused for every record
+	scratch  []field // a template's fields as they are read
 }
 
 // flow is one decoded flow record.
@@ -223,11 +276,11 @@ func be(b []byte) uint64 {
 
 // datagram decodes one datagram of an accepted exporter.
 func (d *decoder) datagram(ex *exporter, b []byte, now time.Time) {
+	ex.datagrams++
 	if len(b) < 2 {
 		d.drops[dropShort]++
 		return
 	}
-	ex.datagrams++
 	switch binary.BigEndian.Uint16(b) {
 	case 5:
 		ex.versions |= 1
@@ -256,21 +309,36 @@ func (d *decoder) domain(ex *exporter, version uint16, id uint32) *domain {
 	return dm
 }
 
-// sequence accounts a sequence number: lost is what the gap means in
-// flows (unit converts the gap: flows per step).
-func (d *decoder) sequence(ex *exporter, dm *domain, seq, next uint32, unit float64) {
+// sequence accounts the sequence number seq of a datagram that advances
+// the sequence by n (v5: flows, v9: 1 packet, IPFIX: data records); unit
+// converts steps into flows (v9: flows per packet), and late is the
+// largest step back that is a late datagram rather than a restart. A
+// forward gap is counted as lost flows; a late datagram keeps the
+// expected number and takes back the loss counted for it, as far as this
+// window counted loss for the domain. It reports whether the datagram
+// was late.
+func (d *decoder) sequence(ex *exporter, dm *domain, seq, n uint32, unit float64, late uint32) bool {
 	if dm.seqOK {
-		if gap := seq - dm.nextSeq; gap != 0 {
-			if gap < restartThreshold {
-				n := uint64(float64(gap)*unit + 0.5)
-				ex.lost += n
-				d.lost += n
-			} else {
-				ex.restarts++
-			}
+		gap := seq - dm.nextSeq
+		switch {
+		case gap == 0:
+		case gap < restartThreshold:
+			lost := uint64(float64(gap)*unit + 0.5)
+			dm.lost += lost
+			ex.lost += lost
+			d.lost += lost
+		case dm.nextSeq-seq <= late:
+			back := min(uint64(float64(n)*unit+0.5), dm.lost)
+			dm.lost -= back
+			ex.lost -= back
+			d.lost -= back
+			return true
+		default:
+			ex.restarts++
 		}
 	}
-	dm.seqOK, dm.nextSeq = true, next
+	dm.seqOK, dm.nextSeq = true, seq+n
+	return false
 }
 
 // v5 decodes a NetFlow v5 datagram.
@@ -291,7 +359,7 @@ func (d *decoder) v5(ex *exporter, b []byte) {
 		d.drops[dropLimits]++
 		return
 	}
-	d.sequence(ex, dm, seq, seq+uint32(count), 1)
+	d.sequence(ex, dm, seq, uint32(count), 1, lateFlows)
 	scale := uint64(binary.BigEndian.Uint16(b[22:]) & 0x3FFF)
 	if scale == 0 {
 		scale = 1
@@ -300,6 +368,10 @@ func (d *decoder) v5(ex *exporter, b []byte) {
 	f := &d.f
 	for i := 0; i < count; i++ {
 		r := b[hdr+i*rec : hdr+(i+1)*rec]
+		if binary.BigEndian.Uint32(r[0:]) == 0 || binary.BigEndian.Uint32(r[4:]) == 0 {
+			d.drops[dropNoAddress]++ // 0.0.0.0, as in v9 and IPFIX
+			continue
+		}
 		f.src = netip.AddrFrom4([4]byte(r[0:4]))
 		f.dst = netip.AddrFrom4([4]byte(r[4:8]))
 		f.packets = uint64(binary.BigEndian.Uint32(r[16:])) * scale
@@ -330,17 +402,19 @@ func (d *decoder) v9(ex *exporter, b []byte, now time.Time) {
 		d.drops[dropLimits]++
 		return
 	}
-	before := ex.flows
-	d.sets(ex, dm, b[hdr:], false, now)
-	n := float64(ex.flows - before)
-	if dm.flowsPerPacket == 0 {
-		dm.flowsPerPacket = n
-	} else if n > 0 {
-		dm.flowsPerPacket += (n - dm.flowsPerPacket) / 16
+	_, flows, undecoded := d.sets(ex, dm, b[hdr:], false, now)
+	// The average counts the packet's own flow records (not held ones
+	// decoded now), and only when it could count them all.
+	if n := float64(flows); !undecoded {
+		if dm.flowsPerPacket == 0 {
+			dm.flowsPerPacket = n
+		} else if n > 0 {
+			dm.flowsPerPacket += (n - dm.flowsPerPacket) / 16
+		}
 	}
 	// The sequence counts export packets: a gap of k packets is about k
 	// times the average flows per packet.
-	d.sequence(ex, dm, seq, seq+1, dm.flowsPerPacket)
+	d.sequence(ex, dm, seq, 1, dm.flowsPerPacket, latePackets)
 }
 
 // ipfix decodes an IPFIX message.
@@ -362,22 +436,28 @@ func (d *decoder) ipfix(ex *exporter, b []byte, now time.Time) {
 		d.drops[dropLimits]++
 		return
 	}
-	before := d.records
-	undecoded := d.sets(ex, dm, b[hdr:], true, now)
-	// The sequence counts data records sent before this message. It is
-	// checked only when every data record of the message was counted.
-	records := uint32(d.records - before)
+	records, _, undecoded := d.sets(ex, dm, b[hdr:], true, now)
+	// The sequence counts data records sent before this message: the
+	// message's own, options included, never held ones decoded now (they
+	// belong to an earlier message). The next number is known only when
+	// every data record of the message was counted.
 	if undecoded {
-		d.sequence(ex, dm, seq, seq, 1)
-		dm.seqOK = false
+		if !d.sequence(ex, dm, seq, 0, 1, lateFlows) {
+			dm.seqOK = false
+		}
 		return
 	}
-	d.sequence(ex, dm, seq, seq+records, 1)
+	d.sequence(ex, dm, seq, uint32(records), 1, lateFlows)
 }
 
-// sets walks the (flow)sets of a v9 or IPFIX message. It reports whether
-// some data records could not be counted (a set without template).
-func (d *decoder) sets(ex *exporter, dm *domain, b []byte, ipfix bool, now time.Time) (undecoded bool) {
+// sets walks the (flow)sets of a v9 or IPFIX message. It returns the
+// number of the message's data records (options included) and of its
+// flow records, and whether some data records could not be counted (a
+// set without template, or malformed).
+func (d *decoder) sets(ex *exporter, dm *domain, b []byte, ipfix bool, now time.Time) (records, flows int, undecoded bool) {
+	if len(dm.pending) > 0 {
+		d.expirePending(dm, now)
+	}
 	tplID, optID := uint16(0), uint16(1)
 	if ipfix {
 		tplID, optID = 2, 3
@@ -387,7 +467,7 @@ func (d *decoder) sets(ex *exporter, dm *domain, b []byte, ipfix bool, now time.
 		l := int(binary.BigEndian.Uint16(b[2:]))
 		if l < 4 || l > len(b) {
 			d.drops[dropMalformed]++
-			return true
+			return records, flows, true
 		}
 		body := b[4:l]
 		b = b[l:]
@@ -397,14 +477,19 @@ func (d *decoder) sets(ex *exporter, dm *domain, b []byte, ipfix bool, now time.
 		case id == optID:
 			d.templates(ex, dm, body, ipfix, true, now)
 		case id >= 256:
-			if !d.data(ex, dm, id, body, now, true) {
+			n, options, ok := d.data(ex, dm, id, body, now, true)
+			records += n
+			if !options {
+				flows += n
+			}
+			if !ok {
 				undecoded = true
 			}
 		}
 		// Set ids 2..255 (v9) and 0, 1, 4..255 (IPFIX) are reserved:
 		// skipped by their length.
 	}
-	return undecoded
+	return records, flows, undecoded
 }
 
 // templates reads the template records of one (options) template set.
@@ -417,7 +502,7 @@ func (d *decoder) templates(ex *exporter, dm *domain, b []byte, ipfix, options b
 		if options {
 			if ipfix {
 				if n == 0 { // withdrawal of an options template
-					d.withdraw(dm, id, true)
+					d.withdraw(ex, dm, id, true)
 					continue
 				}
 				if len(b) < 2 {
@@ -437,7 +522,7 @@ func (d *decoder) templates(ex *exporter, dm *domain, b []byte, ipfix, options b
 				scope, n = scopeLen/4, (scopeLen+optLen)/4
 			}
 		} else if ipfix && n == 0 {
-			d.withdraw(dm, id, false)
+			d.withdraw(ex, dm, id, false)
 			continue
 		}
 		if id < 256 || n == 0 || scope > n {
@@ -445,12 +530,20 @@ func (d *decoder) templates(ex *exporter, dm *domain, b []byte, ipfix, options b
 			return
 		}
 		// Each specifier takes at least 4 bytes, so a field count larger
-		// than the set allows is refused before anything is allocated.
+		// than the set allows is malformed. One within the set but over
+		// maxTemplateFields is read past and refused (limits). Fields are
+		// read into the decoder's scratch slice (never larger than
+		// maxTemplateFields): nothing is allocated unless the template is
+		// new or changed.
 		if n*4 > len(b) {
 			d.drops[dropMalformed]++
 			return
 		}
-		fields := make([]field, 0, n)
+		tooMany := n > maxTemplateFields
+		if d.scratch == nil {
+			d.scratch = make([]field, 0, maxTemplateFields)
+		}
+		fields := d.scratch[:0]
 		for i := 0; i < n; i++ {
 			if len(b) < 4 {
 				d.drops[dropMalformed]++
@@ -472,6 +565,9 @@ func (d *decoder) templates(ex *exporter, dm *domain, b []byte, ipfix, options b
 				d.drops[dropMalformed]++
 				return
 			}
+			if tooMany {
+				continue
+			}
 			op := fieldOp(typ, ent)
 			if i < scope {
 				op = opSkip // scope fields only say what the options apply to
@@ -481,21 +577,37 @@ func (d *decoder) templates(ex *exporter, dm *domain, b []byte, ipfix, options b
 			}
 			fields = append(fields, field{op: op, length: length})
 		}
+		if tooMany {
+			d.drops[dropLimits]++
+			continue
+		}
 		d.define(ex, dm, id, fields, options, scope, now)
 	}
 }
 
-// define stores a template, refreshing it when it is unchanged, and
-// decodes the data sets that waited for it.
+// define stores a template (a copy of fields), refreshing it when it is
+// unchanged, and decodes the data sets that waited for it. A new or
+// changed template over the domain's or exporter's limits is refused
+// (a changed one's old version is removed: its data is no longer
+// decoded with it).
 func (d *decoder) define(ex *exporter, dm *domain, id uint16, fields []field, options bool, scope int, now time.Time) {
-	if t := dm.templates[id]; t != nil && t.same(fields, options, scope) {
+	t := dm.templates[id]
+	if t != nil && t.same(fields, options, scope) {
 		t.seen = now
 	} else {
-		if t == nil && len(dm.templates) >= maxTemplates {
+		if t != nil {
+			d.remove(ex, dm, id, t)
+		} else if len(dm.templates) >= maxTemplates {
 			d.drops[dropLimits]++
 			return
 		}
-		dm.templates[id] = newTemplate(fields, options, scope, now)
+		if ex.fields+len(fields)+templateOverhead > maxExporterFields {
+			d.drops[dropLimits]++
+			return
+		}
+		t = newTemplate(slices.Clone(fields), options, scope, now)
+		dm.templates[id] = t
+		ex.fields += t.cost()
 	}
 	if len(dm.pending) == 0 {
 		return
@@ -513,38 +625,75 @@ func (d *decoder) define(ex *exporter, dm *domain, id uint16, fields []field, op
 	dm.pending = kept
 }
 
+// remove deletes a template and gives back its cost.
+func (d *decoder) remove(ex *exporter, dm *domain, id uint16, t *template) {
+	delete(dm.templates, id)
+	ex.fields -= t.cost()
+}
+
 // withdraw removes a template (IPFIX withdrawal; the set id withdraws
 // every template of its kind).
-func (d *decoder) withdraw(dm *domain, id uint16, options bool) {
+func (d *decoder) withdraw(ex *exporter, dm *domain, id uint16, options bool) {
 	if id == 2 || id == 3 {
 		for k, t := range dm.templates {
 			if t.options == options {
-				delete(dm.templates, k)
+				d.remove(ex, dm, k, t)
 			}
 		}
 		return
 	}
-	delete(dm.templates, id)
+	if t := dm.templates[id]; t != nil {
+		d.remove(ex, dm, id, t)
+	}
 }
 
-// data decodes one data set. It returns false when the set could not be
-// decoded for want of a (fresh) template; hold says to keep such a set
-// until its template arrives.
-func (d *decoder) data(ex *exporter, dm *domain, id uint16, b []byte, now time.Time, hold bool) bool {
+// expirePending drops the held data sets older than maxPendingAge,
+// counted as no_template.
+func (d *decoder) expirePending(dm *domain, now time.Time) {
+	kept := dm.pending[:0]
+	for _, p := range dm.pending {
+		if now.Sub(p.at) > maxPendingAge {
+			dm.pendingBytes -= len(p.data)
+			d.drops[dropNoTemplate]++
+			continue
+		}
+		kept = append(kept, p)
+	}
+	clear(dm.pending[len(kept):])
+	dm.pending = kept
+}
+
+// expire drops an exporter's held data sets older than maxPendingAge (the
+// listener calls it at the end of each window, so a set whose template
+// never comes is counted even if the exporter falls silent).
+func (d *decoder) expire(ex *exporter, now time.Time) {
+	for _, dm := range ex.domains {
+		if len(dm.pending) > 0 {
+			d.expirePending(dm, now)
+		}
+	}
+}
+
+// data decodes one data set and returns the number of records read and
+// whether its template is an options template. ok is false when the set
+// could not be (wholly) decoded: no (fresh) template, or a record that
+// runs past the set. hold says to keep a set without template until its
+// template arrives.
+func (d *decoder) data(ex *exporter, dm *domain, id uint16, b []byte, now time.Time, hold bool) (records int, options, ok bool) {
 	t := dm.templates[id]
 	if t != nil && d.lifetime > 0 && now.Sub(t.seen) > d.lifetime {
-		delete(dm.templates, id)
+		d.remove(ex, dm, id, t)
 		d.drops[dropExpired]++
-		return false
+		return 0, false, false
 	}
 	if t == nil {
 		if hold && len(dm.pending) < maxPendingSets && dm.pendingBytes+len(b) <= maxPendingBytes {
-			dm.pending = append(dm.pending, pendingSet{id: id, data: append([]byte(nil), b...)})
+			dm.pending = append(dm.pending, pendingSet{id: id, at: now, data: append([]byte(nil), b...)})
 			dm.pendingBytes += len(b)
-			return false
+			return 0, false, false
 		}
 		d.drops[dropNoTemplate]++
-		return false
+		return 0, false, false
 	}
 	minLen := t.recLen
 	if minLen < 1 {
@@ -554,12 +703,13 @@ func (d *decoder) data(ex *exporter, dm *domain, id uint16, b []byte, now time.T
 		n := d.record(ex, dm, t, b)
 		if n <= 0 {
 			d.drops[dropMalformed]++
-			return true
+			return records, t.options, false
 		}
+		records++
 		b = b[n:]
 	}
 	// What is left is padding, shorter than a record.
-	return true
+	return records, t.options, true
 }
 
 // record decodes one data record and returns its length, or -1 when the
@@ -567,7 +717,7 @@ func (d *decoder) data(ex *exporter, dm *domain, id uint16, b []byte, now time.T
 func (d *decoder) record(ex *exporter, dm *domain, t *template, b []byte) int {
 	var (
 		f                                     = &d.f
-		src4, dst4, src6, dst6                bool
+		src4, dst4, src6, dst6                []byte // the fields' values, nil: absent
 		haveBytes, havePkts                   bool
 		totBytes, totPkts                     uint64
 		sampler                               uint32
@@ -576,7 +726,6 @@ func (d *decoder) record(ex *exporter, dm *domain, t *template, b []byte) int {
 		hasIntervalField, hasPktIntervalField bool
 	)
 	f.proto, f.srcPort, f.dstPort, f.bytes, f.packets = 0, 0, 0, 0, 0
-	d.records++
 	off := 0
 	for i := range t.fields {
 		fd := &t.fields[i]
@@ -618,19 +767,19 @@ func (d *decoder) record(ex *exporter, dm *domain, t *template, b []byte) int {
 			f.dstPort = uint16(be(v))
 		case opSrc4:
 			if n == 4 {
-				f.src, src4 = netip.AddrFrom4([4]byte(v)), true
+				src4 = v
 			}
 		case opDst4:
 			if n == 4 {
-				f.dst, dst4 = netip.AddrFrom4([4]byte(v)), true
+				dst4 = v
 			}
 		case opSrc6:
 			if n == 16 {
-				f.src, src6 = netip.AddrFrom16([16]byte(v)).Unmap(), true
+				src6 = v
 			}
 		case opDst6:
 			if n == 16 {
-				f.dst, dst6 = netip.AddrFrom16([16]byte(v)).Unmap(), true
+				dst6 = v
 			}
 		case opSamplerID:
 			sampler, haveSampler = uint32(be(v)), true
@@ -664,8 +813,19 @@ func (d *decoder) record(ex *exporter, dm *domain, t *template, b []byte) int {
 		}
 		return off
 	}
-	if !(src4 && dst4) && !(src6 && dst6) {
-		ex.flows++ // counted for the sequence, not aggregated
+	// A template may carry both families, the unused one zero: a family
+	// counts only when both its addresses are set and specified, IPv4
+	// first when both are.
+	switch {
+	case src4 != nil && dst4 != nil && binary.BigEndian.Uint32(src4) != 0 && binary.BigEndian.Uint32(dst4) != 0:
+		f.src, f.dst = netip.AddrFrom4([4]byte(src4)), netip.AddrFrom4([4]byte(dst4))
+	case src6 != nil && dst6 != nil:
+		f.src, f.dst = netip.AddrFrom16([16]byte(src6)).Unmap(), netip.AddrFrom16([16]byte(dst6)).Unmap()
+		if !usable(f.src, f.dst) {
+			d.drops[dropNoAddress]++
+			return off
+		}
+	default:
 		d.drops[dropNoAddress]++
 		return off
 	}
@@ -687,4 +847,11 @@ func (d *decoder) record(ex *exporter, dm *domain, t *template, b []byte) int {
 	}
 	d.emit(ex)
 	return off
+}
+
+// usable reports whether a flow's addresses of one family are both present
+// and specified (not 0.0.0.0 or ::), and of one family once unmapped (an
+// IPv4-mapped IPv6 address is IPv4).
+func usable(src, dst netip.Addr) bool {
+	return src.IsValid() && dst.IsValid() && !src.IsUnspecified() && !dst.IsUnspecified() && src.Is4() == dst.Is4()
 }

@@ -77,6 +77,12 @@ func TestDecode(t *testing.T) {
 			lost:  5,
 		},
 		{
+			name:  "v5 record from 0.0.0.0",
+			steps: []step{{0, fg.V5(100, 0, []fg.Rec{rec(netip.IPv4Unspecified(), wan, 68, 67, 328, 1), r1})}},
+			flows: []string{"192.0.2.10:50000>198.51.100.7:443/6 1500B 10p"},
+			drops: map[string]uint64{"no_address": 1},
+		},
+		{
 			name:  "v5 count larger than the datagram",
 			steps: []step{{0, fg.V5(1, 0, []fg.Rec{r1, r2})[:24+48]}},
 			drops: map[string]uint64{"short": 1},
@@ -254,5 +260,274 @@ func TestLimits(t *testing.T) {
 	}
 	if drops["limits"] != 5 {
 		t.Fatalf("drops %v, want 5 limits", drops)
+	}
+}
+
+// A hostile exporter sends templates of the largest size a datagram
+// allows (16,000 fields) and many of the largest accepted size over
+// several domains: what is stored stays within 256 fields a template and
+// 65,536 fields an exporter, and every refusal is counted (limits).
+func TestTemplateBudget(t *testing.T) {
+	const (
+		domains     = 8
+		huge        = 16_000 // one per message: 64 KB of specifiers
+		hugePer     = 3      // per domain
+		full        = 256
+		fullPer     = 40 // per domain, 10 per message
+		maxFields   = 256
+		budget      = 1 << 16
+		wantRefused = domains*hugePer + domains*fullPer - budget/(full+4)
+	)
+	spec := func(n int) []fg.Field {
+		f := append([]fg.Field(nil), fg.V4...)
+		for len(f) < n {
+			f = append(f, fg.Field{Type: 82, Len: 4})
+		}
+		return f
+	}
+	var steps []step
+	sent := 0
+	for dm := uint32(0); dm < domains; dm++ {
+		for i := 0; i < hugePer; i++ {
+			steps = append(steps, step{0, fg.NewIPFIX(0, dm).Template(uint16(256+i), spec(huge)).Bytes()})
+			sent++
+		}
+		for i := 0; i < fullPer; i += 10 {
+			m := fg.NewIPFIX(0, dm)
+			for j := i; j < i+10; j++ {
+				m.Template(uint16(1000+j), spec(full))
+				sent++
+			}
+			steps = append(steps, step{0, m.Bytes()})
+		}
+	}
+	_, drops, _, ex := run(t, 0, steps...)
+	stored, fields := 0, 0
+	for _, dm := range ex.domains {
+		for id, tp := range dm.templates {
+			stored++
+			fields += len(tp.fields)
+			if len(tp.fields) > maxFields {
+				t.Errorf("template %d of %d fields stored", id, len(tp.fields))
+			}
+		}
+	}
+	if fields > budget {
+		t.Errorf("%d template fields stored, over the exporter's budget of %d", fields, budget)
+	}
+	if stored+int(drops["limits"]) != sent || drops["limits"] != wantRefused {
+		t.Errorf("%d of %d templates stored, %d refused (limits); want %d refused", stored, sent, drops["limits"], wantRefused)
+	}
+	if ex.fields != fields+stored*templateOverhead {
+		t.Errorf("exporter's template cost %d, want %d", ex.fields, fields+stored*templateOverhead)
+	}
+
+	// Withdrawing templates gives their cost back: new ones fit again.
+	d := &decoder{sink: func(*flow) {}}
+	ex = &exporter{addr: netip.MustParseAddr("192.0.2.1"), domains: map[uint64]*domain{}}
+	for _, s := range steps {
+		d.datagram(ex, s.b, t0)
+	}
+	for dm := uint32(0); dm < domains; dm++ {
+		d.datagram(ex, fg.NewIPFIX(0, dm).Withdraw(2).Bytes(), t0)
+	}
+	if ex.fields != 0 {
+		t.Fatalf("cost %d after every template was withdrawn", ex.fields)
+	}
+	refused := d.drops[dropLimits]
+	d.datagram(ex, fg.NewIPFIX(0, 0).Template(256, spec(full)).Bytes(), t0)
+	if d.drops[dropLimits] != refused || len(ex.domains[domainKey(10, 0)].templates) != 1 {
+		t.Fatal("a template was refused after the others were withdrawn")
+	}
+}
+
+// A template refresh that repeats the stored template allocates nothing.
+func TestTemplateRefreshAllocs(t *testing.T) {
+	d := &decoder{sink: func(*flow) {}}
+	ex := &exporter{addr: netip.MustParseAddr("192.0.2.1"), domains: map[uint64]*domain{}}
+	v9 := fg.NewV9(1, 7).Template(256, fg.V4).Bytes()
+	ipfix := fg.NewIPFIX(0, 1).Template(300, fg.Odd).Bytes()
+	d.datagram(ex, v9, t0)
+	d.datagram(ex, ipfix, t0)
+	if n := testing.AllocsPerRun(100, func() {
+		d.datagram(ex, v9, t0)
+		d.datagram(ex, ipfix, t0)
+	}); n != 0 {
+		t.Errorf("%v allocations per refresh", n)
+	}
+}
+
+// Sequence accounting: loss, late (reordered) datagrams, restarts and
+// wraparound, per version.
+func TestSequence(t *testing.T) {
+	r1 := rec(lan, wan, 50000, 443, 1500, 10)
+	two := []fg.Rec{r1, r1}
+	three := []fg.Rec{r1, r1, r1}
+	v5 := func(seq uint32) step { return step{0, fg.V5(seq, 0, two)} }
+	v5e := func(seq uint32, engine byte) step {
+		b := fg.V5(seq, 0, two)
+		b[21] = engine
+		return step{0, b}
+	}
+	ipfix := func(seq uint32) step { return step{0, fg.NewIPFIX(seq, 1).Data(300, fg.V4, two, 0).Bytes()} }
+	v9 := func(seq uint32) step { return step{0, fg.NewV9(seq, 7).Data(256, fg.V4, two, 0).Bytes()} }
+	tests := []struct {
+		name     string
+		steps    []step
+		lost     uint64
+		restarts uint64
+	}{
+		{"v5 in order", []step{v5(0), v5(2), v5(4)}, 0, 0},
+		{"v5 gap", []step{v5(0), v5(4), v5(6)}, 2, 0},
+		{"v5 reordered: 0 4 2 6", []step{v5(0), v5(4), v5(2), v5(6)}, 0, 0},
+		{"v5 reordered twice, one lost", []step{v5(0), v5(6), v5(4), v5(8), v5(10)}, 2, 0},
+		{"v5 duplicate takes back no more than was counted", []step{v5(0), v5(2), v5(2), v5(4)}, 0, 0},
+		{"v5 late datagram takes back only its domain's loss", []step{v5e(0, 1), v5e(4, 1), v5e(0, 2), v5e(2, 2), v5e(0, 2)}, 2, 0},
+		{"v5 restart", []step{v5(10_000_000), v5(10_000_002), v5(0), v5(2)}, 0, 1},
+		{"v5 forward jump past 2^24 is a restart", []step{v5(0), v5(1 << 25)}, 0, 1},
+		{"v5 wraparound", []step{v5(0xFFFFFFFC), v5(0xFFFFFFFE), v5(0), v5(2)}, 0, 0},
+		{"v5 wraparound with loss", []step{v5(0xFFFFFFFC), v5(0), v5(2)}, 2, 0},
+		{"v5 reordered across the wrap", []step{v5(0xFFFFFFFC), v5(0), v5(0xFFFFFFFE), v5(2)}, 0, 0},
+		{"IPFIX reordered", []step{
+			{0, fg.NewIPFIX(0, 1).Template(300, fg.V4).Data(300, fg.V4, two, 0).Bytes()}, ipfix(4), ipfix(2), ipfix(6),
+		}, 0, 0},
+		{"v9 reordered", []step{
+			{0, fg.NewV9(1, 7).Template(256, fg.V4).Data(256, fg.V4, two, 0).Bytes()}, v9(3), v9(2), v9(4),
+		}, 0, 0},
+		{"v9 restart", []step{
+			{0, fg.NewV9(5000, 7).Template(256, fg.V4).Data(256, fg.V4, two, 0).Bytes()}, v9(5001), v9(1), v9(2),
+		}, 0, 1},
+		// Data before its template: the held records belong to the first
+		// message, not to the one whose template decodes them.
+		{"IPFIX data before template, then loss", []step{
+			{0, fg.NewIPFIX(0, 1).Data(300, fg.V4, three, 0).Bytes()},
+			{time.Second, fg.NewIPFIX(3, 1).Template(300, fg.V4).Data(300, fg.V4, []fg.Rec{r1}, 0).Bytes()},
+			{2 * time.Second, fg.NewIPFIX(9, 1).Data(300, fg.V4, []fg.Rec{r1}, 0).Bytes()},
+		}, 5, 0},
+		{"IPFIX data before template, no loss", []step{
+			{0, fg.NewIPFIX(0, 1).Data(300, fg.V4, three, 0).Bytes()},
+			{time.Second, fg.NewIPFIX(3, 1).Template(300, fg.V4).Data(300, fg.V4, []fg.Rec{r1}, 0).Bytes()},
+			{2 * time.Second, fg.NewIPFIX(4, 1).Data(300, fg.V4, []fg.Rec{r1}, 0).Bytes()},
+		}, 0, 0},
+		{"v9 data before template: flows per packet from own records", []step{
+			{0, fg.NewV9(1, 7).Data(256, fg.V4, three, 0).Bytes()},
+			{time.Second, fg.NewV9(2, 7).Template(256, fg.V4).Data(256, fg.V4, []fg.Rec{r1}, 0).Bytes()},
+			{2 * time.Second, fg.NewV9(3, 7).Data(256, fg.V4, []fg.Rec{r1}, 0).Bytes()},
+			{3 * time.Second, fg.NewV9(5, 7).Data(256, fg.V4, []fg.Rec{r1}, 0).Bytes()},
+		}, 1, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, drops, lost, ex := run(t, 0, tc.steps...)
+			if lost != tc.lost || ex.lost != tc.lost || ex.restarts != tc.restarts {
+				t.Errorf("lost %d (exporter %d), %d restarts; want lost %d, %d restarts", lost, ex.lost, ex.restarts, tc.lost, tc.restarts)
+			}
+			if len(drops) != 0 {
+				t.Errorf("drops %v", drops)
+			}
+		})
+	}
+}
+
+// A template with both IPv4 and IPv6 address fields: each record takes
+// the family whose addresses are set, whatever the fields' order.
+func TestMixedFamilies(t *testing.T) {
+	mixed := []fg.Field{{Type: 27, Len: 16}, {Type: 8, Len: 4}, {Type: 28, Len: 16}, {Type: 12, Len: 4}, {Type: 7, Len: 2}, {Type: 11, Len: 2}, {Type: 4, Len: 1}, {Type: 1, Len: 4}, {Type: 2, Len: 4}}
+	v4only := []fg.Field{{Type: 8, Len: 4}, {Type: 12, Len: 4}, {Type: 7, Len: 2}, {Type: 11, Len: 2}, {Type: 4, Len: 1}, {Type: 1, Len: 4}, {Type: 2, Len: 4}}
+	// record encodes r with the other family's addresses zero.
+	record := func(fields []fg.Field, r fg.Rec) []byte {
+		var b []byte
+		for _, f := range fields {
+			rr := r
+			switch {
+			case (f.Type == 8 || f.Type == 12) && !r.Src.Is4():
+				rr.Src, rr.Dst = netip.IPv4Unspecified(), netip.IPv4Unspecified()
+			case (f.Type == 27 || f.Type == 28) && r.Src.Is4():
+				rr.Src, rr.Dst = netip.IPv6Unspecified(), netip.IPv6Unspecified()
+			}
+			b = fg.AppendRecord(b, []fg.Field{f}, rr)
+		}
+		return b
+	}
+	r4 := rec(lan, wan, 50000, 443, 1500, 10)
+	r6 := rec(lan6, wan6, 40000, 53, 700, 7)
+	zero := rec(netip.IPv4Unspecified(), netip.IPv4Unspecified(), 1, 2, 3, 4)
+	from0 := rec(netip.IPv4Unspecified(), netip.MustParseAddr("255.255.255.255"), 68, 67, 328, 1)
+	var data []byte
+	for _, r := range []fg.Rec{r4, r6, zero} {
+		data = append(data, record(mixed, r)...)
+	}
+	tests := []struct {
+		name  string
+		b     []byte
+		flows []string
+		drops map[string]uint64
+	}{
+		{
+			name: "IPFIX mixed template, v6 fields last",
+			b:    fg.NewIPFIX(0, 1).Template(300, mixed).Raw(300, data).Bytes(),
+			flows: []string{
+				"192.0.2.10:50000>198.51.100.7:443/6 1500B 10p",
+				"2001:db8::10:40000>2001:db8:ffff::7:53/6 700B 7p",
+			},
+			drops: map[string]uint64{"no_address": 1},
+		},
+		{
+			name: "v9 mixed template",
+			b:    fg.NewV9(1, 7).Template(256, mixed).Raw(256, data).Bytes(),
+			flows: []string{
+				"192.0.2.10:50000>198.51.100.7:443/6 1500B 10p",
+				"2001:db8::10:40000>2001:db8:ffff::7:53/6 700B 7p",
+			},
+			drops: map[string]uint64{"no_address": 1},
+		},
+		{
+			name:  "IPv4 template, unspecified source",
+			b:     fg.NewIPFIX(0, 1).Template(300, v4only).Raw(300, record(v4only, from0)).Bytes(),
+			drops: map[string]uint64{"no_address": 1},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			flows, drops, _, _ := run(t, 0, step{0, tc.b})
+			if strings.Join(flows, "\n") != strings.Join(tc.flows, "\n") {
+				t.Errorf("flows:\n%s\nwant:\n%s", strings.Join(flows, "\n"), strings.Join(tc.flows, "\n"))
+			}
+			if fmt.Sprint(drops) != fmt.Sprint(tc.drops) {
+				t.Errorf("drops %v, want %v", drops, tc.drops)
+			}
+		})
+	}
+}
+
+// Held data sets wait at most a minute for their template: older ones are
+// dropped and counted as no_template, never decoded late.
+func TestPendingExpires(t *testing.T) {
+	r1 := rec(lan, wan, 50000, 443, 1500, 10)
+	data := func(seq uint32) []byte { return fg.NewV9(seq, 7).Data(256, fg.V4, []fg.Rec{r1}, 0).Bytes() }
+	tpl := fg.NewV9(9, 7).Template(256, fg.V4).Bytes()
+	tests := []struct {
+		name  string
+		steps []step
+		flows int
+		drops map[string]uint64
+	}{
+		{"template within a minute", []step{{0, data(1)}, {59 * time.Second, tpl}}, 1, map[string]uint64{}},
+		{"template after a minute", []step{{0, data(1)}, {61 * time.Second, tpl}}, 0, map[string]uint64{"no_template": 1}},
+		{"only the old ones expire", []step{{0, data(1)}, {30 * time.Second, data(2)}, {61 * time.Second, tpl}}, 1, map[string]uint64{"no_template": 1}},
+		{"expired by the next datagram of the domain", []step{{0, data(1)}, {2 * time.Minute, fg.NewV9(2, 7).Bytes()}}, 0, map[string]uint64{"no_template": 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			flows, drops, _, ex := run(t, 0, tc.steps...)
+			if len(flows) != tc.flows || fmt.Sprint(drops) != fmt.Sprint(tc.drops) {
+				t.Errorf("%d flows, drops %v; want %d flows, drops %v", len(flows), drops, tc.flows, tc.drops)
+			}
+			for _, dm := range ex.domains {
+				if len(dm.pending) != 0 || dm.pendingBytes != 0 {
+					t.Errorf("%d sets (%d bytes) still held", len(dm.pending), dm.pendingBytes)
+				}
+			}
+		})
 	}
 }

@@ -34,8 +34,8 @@ func seeds(f *testing.F) {
 // may make it hold more than the limits allow.
 func fuzzOne(t *testing.T, prime, b []byte) {
 	d := &decoder{lifetime: DefaultTemplateLifetime, sink: func(f *flow) {
-		if !f.src.IsValid() || !f.dst.IsValid() {
-			t.Fatal("a flow without addresses")
+		if !usable(f.src, f.dst) || f.src.Is4() != f.dst.Is4() {
+			t.Fatalf("a flow from %v to %v", f.src, f.dst)
 		}
 	}}
 	ex := &exporter{addr: netip.MustParseAddr("192.0.2.1"), domains: map[uint64]*domain{}}
@@ -47,15 +47,20 @@ func fuzzOne(t *testing.T, prime, b []byte) {
 	if len(ex.domains) > maxDomains {
 		t.Fatalf("%d domains", len(ex.domains))
 	}
+	fields := 0
 	for _, dm := range ex.domains {
 		if len(dm.templates) > maxTemplates || len(dm.pending) > maxPendingSets || dm.pendingBytes > maxPendingBytes {
 			t.Fatalf("domain over its limits: %d templates, %d pending (%d bytes)", len(dm.templates), len(dm.pending), dm.pendingBytes)
 		}
 		for _, tp := range dm.templates {
-			if len(tp.fields) > len(b)/4+1 && len(tp.fields) > len(fg.V4) {
+			if len(tp.fields) > len(b)/4+1 && len(tp.fields) > len(fg.V4) || len(tp.fields) > maxTemplateFields {
 				t.Fatalf("a template of %d fields from a %d-byte datagram", len(tp.fields), len(b))
 			}
+			fields += tp.cost()
 		}
+	}
+	if fields != ex.fields || fields > maxExporterFields {
+		t.Fatalf("templates cost %d, accounted %d (limit %d)", fields, ex.fields, maxExporterFields)
 	}
 }
 

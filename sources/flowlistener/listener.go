@@ -139,13 +139,7 @@ func (l *Listener) Listen(ctx context.Context, emit func(sources.Result)) error 
 	log := l.opts.Log
 	log.Info("flow listener bound", "listen", l.addr.String(), "rcvbuf", rcvbuf, "exporters", len(l.allowed), "window", l.opts.Window.String())
 
-	st := &state{tab: newTable(l.opts.MaxRows), exporters: map[netip.Addr]*exporter{}, strangers: map[netip.Addr]uint64{}}
-	st.dec.lifetime = l.opts.TemplateLifetime
-	st.dec.sink = func(f *flow) {
-		if !st.tab.add(f) {
-			st.dec.drops[dropTableFull]++
-		}
-	}
+	st := l.newState()
 	var wg sync.WaitGroup
 	wg.Go(func() { l.read(conn, st) })
 
@@ -173,6 +167,17 @@ func (l *Listener) Listen(ctx context.Context, emit func(sources.Result)) error 
 	}
 }
 
+func (l *Listener) newState() *state {
+	st := &state{tab: newTable(l.opts.MaxRows), exporters: map[netip.Addr]*exporter{}, strangers: map[netip.Addr]uint64{}}
+	st.dec.lifetime = l.opts.TemplateLifetime
+	st.dec.sink = func(f *flow) {
+		if !st.tab.add(f) {
+			st.dec.drops[dropTableFull]++
+		}
+	}
+	return st
+}
+
 // read is the reader goroutine: one datagram at a time into the decoder,
 // under the state's lock (taken once per datagram, never per flow).
 func (l *Listener) read(conn *net.UDPConn, st *state) {
@@ -185,32 +190,39 @@ func (l *Listener) read(conn *net.UDPConn, st *state) {
 			}
 			continue // a transient error (ICMP unreachable on some kernels)
 		}
-		src := ap.Addr().Unmap()
-		now := l.opts.Now()
-		st.mu.Lock()
-		if _, ok := l.allowed[src]; !ok {
-			st.dec.drops[dropNotExporter]++
-			if _, seen := st.strangers[src]; seen || len(st.strangers) < maxStrangers {
-				st.strangers[src]++
-			}
-			st.mu.Unlock()
-			continue
-		}
-		ex := st.exporters[src]
-		if ex == nil {
-			ex = &exporter{addr: src, domains: map[uint64]*domain{}}
-			st.exporters[src] = ex
-		}
-		st.datagrams++
-		st.dec.datagram(ex, buf[:n], now)
-		st.mu.Unlock()
+		l.handle(st, ap.Addr().Unmap(), buf[:n], l.opts.Now())
 	}
 }
 
+// handle takes one datagram from src.
+func (l *Listener) handle(st *state, src netip.Addr, b []byte, now time.Time) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if _, ok := l.allowed[src]; !ok {
+		st.dec.drops[dropNotExporter]++
+		if _, seen := st.strangers[src]; seen || len(st.strangers) < maxStrangers {
+			st.strangers[src]++
+		}
+		return
+	}
+	ex := st.exporters[src]
+	if ex == nil {
+		ex = &exporter{addr: src, domains: map[uint64]*domain{}}
+		st.exporters[src] = ex
+	}
+	st.datagrams++
+	st.dec.datagram(ex, b, now)
+}
+
 // window takes the state of the window that ends at end and resets the
-// per-window counters (templates and sequence state carry over).
+// per-window counters (templates and sequence state carry over). Its
+// exporters are those heard from in the window; held data sets too old to
+// wait for their template are dropped (no_template) first.
 func (l *Listener) window(st *state, start, end time.Time, first bool, rcvbuf int) *sources.FlowWindow {
 	st.mu.Lock()
+	for _, ex := range st.exporters {
+		st.dec.expire(ex, end)
+	}
 	rows := st.tab.drain()
 	w := &sources.FlowWindow{
 		ScanID:    fmt.Sprintf("flowlistener:%s@%d", l.name, end.UnixNano()),
@@ -237,7 +249,18 @@ func (l *Listener) window(st *state, start, end time.Time, first bool, rcvbuf in
 	for a := range st.strangers {
 		strangers = append(strangers, a.String())
 	}
+	// Restarts and held sets are not in sources.FlowExporter: the log
+	// line reports them.
+	type logged struct{ restarts, held uint64 }
+	extra := map[netip.Addr]logged{}
+	var restarts uint64
 	for _, ex := range st.exporters {
+		if ex.datagrams == 0 {
+			ex.endWindow()
+			continue // not heard from this window
+		}
+		restarts += ex.restarts
+		extra[ex.addr] = logged{ex.restarts, uint64(ex.held())}
 		fe := sources.FlowExporter{Addr: ex.addr, Domains: len(ex.domains), Datagrams: ex.datagrams, Flows: ex.flows, LostFlows: ex.lost, Sampling: 1}
 		for bit, v := range []int{5, 9, 10} {
 			if ex.versions&(1<<bit) != 0 {
@@ -252,7 +275,7 @@ func (l *Listener) window(st *state, start, end time.Time, first bool, rcvbuf in
 			}
 		}
 		w.Exporters = append(w.Exporters, fe)
-		ex.datagrams, ex.flows, ex.lost, ex.versions = 0, 0, 0, 0
+		ex.endWindow()
 	}
 	st.datagrams, st.dec.flows, st.dec.lost = 0, 0, 0
 	st.dec.drops = [nDrops]uint64{}
@@ -264,12 +287,14 @@ func (l *Listener) window(st *state, start, end time.Time, first bool, rcvbuf in
 	if len(strangers) > 0 {
 		w.Errors = append(w.Errors, fmt.Sprintf("dropped %d datagrams from addresses not in exporters (first: %v)", w.Drops[dropNames[dropNotExporter]], strangers))
 	}
-	attrs := []any{"datagrams", w.Datagrams, "flows", w.Flows, "rows", len(w.Rows), "lost_flows", w.LostFlows, "exporters", len(w.Exporters)}
+	attrs := []any{"datagrams", w.Datagrams, "flows", w.Flows, "rows", len(w.Rows), "lost_flows", w.LostFlows, "restarts", restarts, "exporters", len(w.Exporters)}
 	for k, v := range w.Drops {
 		attrs = append(attrs, "drop_"+k, v)
 	}
 	for _, e := range w.Exporters {
-		attrs = append(attrs, "exporter_"+e.Addr.String(), fmt.Sprintf("v%v domains=%d templates=%d datagrams=%d flows=%d lost=%d sampling=%d", e.Versions, e.Domains, e.Templates, e.Datagrams, e.Flows, e.LostFlows, e.Sampling))
+		x := extra[e.Addr]
+		attrs = append(attrs, "exporter_"+e.Addr.String(), fmt.Sprintf("v%v domains=%d templates=%d datagrams=%d flows=%d lost=%d restarts=%d held=%d sampling=%d",
+			e.Versions, e.Domains, e.Templates, e.Datagrams, e.Flows, e.LostFlows, x.restarts, x.held, e.Sampling))
 	}
 	l.opts.Log.Info("flow window", attrs...)
 	return w

@@ -2,8 +2,11 @@ package flowlistener
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -206,4 +209,83 @@ func TestNewRefuses(t *testing.T) {
 func rec_(src, dst netip.Addr, sport, dport uint16, bytes, pkts uint64) fg.Rec {
 	r := rec(src, dst, sport, dport, bytes, pkts)
 	return r
+}
+
+// windowListener is a listener that is not bound: tests feed its state
+// with handle and cut windows with window, on their own clock.
+func windowListener(t *testing.T, exporters ...netip.Addr) (*Listener, *state, *strings.Builder) {
+	t.Helper()
+	var log strings.Builder
+	l, err := New("test", Config{Enabled: true, Listen: "127.0.0.1:0", Exporters: exporters},
+		Options{Log: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.addr = &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 2055}
+	return l, l.newState(), &log
+}
+
+// A window lists only the exporters heard from in it; the state of the
+// others (templates) carries over to the window they are heard again.
+func TestWindowExporters(t *testing.T) {
+	a, b := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
+	l, st, log := windowListener(t, a, b)
+	r1 := rec_(lan, wan, 50000, 443, 1500, 10)
+	l.handle(st, a, fg.NewV9(1, 0).Template(256, fg.V4).Data(256, fg.V4, []fg.Rec{r1}, 0).Bytes(), t0)
+	l.handle(st, b, fg.V5(0, 0, []fg.Rec{r1}), t0)
+	w1 := l.window(st, t0, t0.Add(time.Minute), true, 0)
+	l.handle(st, b, fg.V5(1, 0, []fg.Rec{r1}), t0.Add(61*time.Second))
+	log.Reset()
+	w2 := l.window(st, t0.Add(time.Minute), t0.Add(2*time.Minute), false, 0)
+	l.handle(st, a, fg.NewV9(2, 0).Data(256, fg.V4, []fg.Rec{r1}, 0).Bytes(), t0.Add(121*time.Second))
+	w3 := l.window(st, t0.Add(2*time.Minute), t0.Add(3*time.Minute), false, 0)
+	addrs := func(w *sources.FlowWindow) (out []netip.Addr) {
+		for _, e := range w.Exporters {
+			out = append(out, e.Addr)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		w    *sources.FlowWindow
+		want []netip.Addr
+	}{{"window 1", w1, []netip.Addr{a, b}}, {"window 2", w2, []netip.Addr{b}}, {"window 3", w3, []netip.Addr{a}}} {
+		if got := addrs(c.w); !slices.Equal(got, c.want) {
+			t.Errorf("%s: exporters %v, want %v", c.name, got, c.want)
+		}
+	}
+	if len(w2.Exporters) == 1 && w2.Exporters[0].Datagrams != 1 {
+		t.Errorf("window 2: %+v", w2.Exporters[0])
+	}
+	if !strings.Contains(log.String(), "exporters=1 ") {
+		t.Errorf("window 2 logged %s", log.String())
+	}
+	if w3.Flows != 1 || len(w3.Exporters) != 1 || w3.Exporters[0].Templates != 1 {
+		t.Errorf("window 3 (templates carry over): %+v", w3)
+	}
+}
+
+// Restarts are logged, per window, with the exporter's held data sets;
+// held sets too old are dropped when the window ends, even if the
+// exporter has fallen silent.
+func TestWindowRestartsAndHeld(t *testing.T) {
+	a := netip.MustParseAddr("192.0.2.1")
+	l, st, log := windowListener(t, a)
+	r1 := rec_(lan, wan, 50000, 443, 1500, 10)
+	l.handle(st, a, fg.V5(10_000_000, 0, []fg.Rec{r1}), t0)
+	l.handle(st, a, fg.V5(0, 0, []fg.Rec{r1}), t0.Add(time.Second)) // restarted
+	l.handle(st, a, fg.NewV9(1, 3).Data(256, fg.V4, []fg.Rec{r1}, 0).Bytes(), t0.Add(2*time.Second))
+	w := l.window(st, t0, t0.Add(time.Minute), true, 0)
+	out := log.String()
+	if w.LostFlows != 0 || !strings.Contains(out, "restarts=1 ") || !strings.Contains(out, "restarts=1 held=1 ") {
+		t.Errorf("lost %d; log %s", w.LostFlows, out)
+	}
+	if len(w.Drops) != 0 {
+		t.Errorf("drops %v", w.Drops)
+	}
+	log.Reset()
+	w = l.window(st, t0.Add(time.Minute), t0.Add(2*time.Minute), false, 0)
+	if w.Drops["no_template"] != 1 || len(w.Exporters) != 0 || !strings.Contains(log.String(), "restarts=0 ") {
+		t.Errorf("drops %v, exporters %+v; log %s", w.Drops, w.Exporters, log.String())
+	}
 }
