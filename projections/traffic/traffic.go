@@ -450,9 +450,13 @@ type rowWalk struct {
 }
 
 func (p *Projection) newWalk(at time.Time, payload []byte) (*rowWalk, error) {
-	rw := &rowWalk{p: p, payload: payload, hour: at.UTC().Truncate(time.Hour), sorted: true}
+	// A window's rows count in the hour it ends in; its end is exclusive,
+	// so a window that ends on the hour (the listener ends the hour's last
+	// window there) counts in the hour before.
+	at = at.UTC().Add(-time.Nanosecond)
+	rw := &rowWalk{p: p, payload: payload, hour: at.Truncate(time.Hour), sorted: true}
 	binary.BigEndian.PutUint64(rw.base[:8], uint64(rw.hour.Unix()))
-	rw.base[offMinute] = byte(at.UTC().Sub(rw.hour) / time.Minute)
+	rw.base[offMinute] = byte(at.Sub(rw.hour) / time.Minute)
 	var prev netip.Addr
 	err := events.EachTrafficRow(payload, func(r *events.TrafficRowAddrs) error {
 		if rw.sorted && r.Src.Unmap().Less(prev) {

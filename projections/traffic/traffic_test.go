@@ -458,3 +458,26 @@ func TestHomeFromOutsideAddress(t *testing.T) {
 		})
 	}
 }
+
+// A window that ends on the hour (the listener ends each hour's last
+// window there) counts in the hour before; one that ends a nanosecond
+// later counts in the new hour.
+func TestWindowOnTheHour(t *testing.T) {
+	f := newFixture(t)
+	f.inv.Sweep(at.Add(-2*time.Hour), true, inventorytest.Host("10.0.0.5", "00:11:22:00:00:01"))
+	nas := f.inv.Device("10.0.0.5").ID
+	row := events.TrafficRow{Src: "10.0.0.5", Dst: "1.1.1.1", Proto: 17, Port: 53, Bytes: 100, Packets: 1, Flows: 1}
+	f.window(at, true, false, row)                       // [at-1m, at): the hour before
+	f.window(at.Add(time.Nanosecond), false, false, row) // ends in the hour of at
+	page, err := f.p.DeviceTraffic(context.Background(), nas, traffic.Filter{Since: at.Add(-2 * time.Hour), Until: at.Add(time.Hour), By: traffic.ByHour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[time.Time]uint64{}
+	for _, it := range page.Items {
+		got[*it.Hour] = it.BytesOut
+	}
+	if len(got) != 2 || got[at.Add(-time.Hour)] != 100 || got[at] != 100 {
+		t.Fatalf("bytes by hour %v, want 100 in the hour before %s and 100 in its own", got, at)
+	}
+}

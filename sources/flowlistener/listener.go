@@ -143,9 +143,10 @@ func (l *Listener) Listen(ctx context.Context, emit func(sources.Result)) error 
 	var wg sync.WaitGroup
 	wg.Go(func() { l.read(conn, st) })
 
-	ticker := time.NewTicker(l.opts.Window)
-	defer ticker.Stop()
 	start, first := l.opts.Now(), true
+	cut, atHour := windowEnd(start, l.opts.Window)
+	timer := time.NewTimer(cut.Sub(start))
+	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -155,16 +156,34 @@ func (l *Listener) Listen(ctx context.Context, emit func(sources.Result)) error 
 			w.Final, w.Complete = true, false
 			emit(w)
 			return nil
-		case <-ticker.C:
+		case <-timer.C:
 			now := l.opts.Now()
-			w := l.window(st, start, now, first, rcvbuf)
-			if w.Datagrams == 0 && len(w.Drops) == 0 {
-				continue // nothing arrived: nothing to record
+			end := now
+			if atHour {
+				// The hour's last window ends on the hour, so that its
+				// rows count in the hour they belong to.
+				end = cut
 			}
-			emit(w)
-			start, first = now, false
+			if w := l.window(st, start, end, first, rcvbuf); w.Datagrams > 0 || len(w.Drops) > 0 {
+				emit(w)
+				start, first = end, false
+			} // else nothing arrived: nothing to record
+			cut, atHour = windowEnd(now, l.opts.Window)
+			timer.Reset(max(cut.Sub(l.opts.Now()), 0))
 		}
 	}
+}
+
+// windowEnd is when a window from now ends: window later, or at the next
+// full hour if that comes first (a window never spans two hours, so the
+// traffic projection, which counts a window's rows in the hour it ends
+// in, puts every flow in its hour); atHour says which.
+func windowEnd(now time.Time, window time.Duration) (time.Time, bool) {
+	end := now.Add(window)
+	if hour := now.Truncate(time.Hour).Add(time.Hour); !end.Before(hour) {
+		return hour, true
+	}
+	return end, false
 }
 
 func (l *Listener) newState() *state {

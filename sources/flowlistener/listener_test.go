@@ -289,3 +289,26 @@ func TestWindowRestartsAndHeld(t *testing.T) {
 		t.Errorf("drops %v, exporters %+v; log %s", w.Drops, w.Exporters, log.String())
 	}
 }
+
+// A window never spans two hours: it ends window later or at the next
+// full hour, whichever comes first.
+func TestWindowEnd(t *testing.T) {
+	h := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		now    time.Time
+		window time.Duration
+		want   time.Time
+		atHour bool
+	}{
+		{h.Add(5 * time.Minute), time.Minute, h.Add(6 * time.Minute), false},
+		{h.Add(59*time.Minute + 30*time.Second), time.Minute, h.Add(time.Hour), true},
+		{h.Add(59 * time.Minute), time.Minute, h.Add(time.Hour), true},
+		{h, time.Minute, h.Add(time.Minute), false},
+		{h.Add(10 * time.Minute), 2 * time.Hour, h.Add(time.Hour), true},
+	} {
+		got, atHour := windowEnd(tc.now, tc.window)
+		if !got.Equal(tc.want) || atHour != tc.atHour {
+			t.Errorf("windowEnd(%s, %s) = %s %v, want %s %v", tc.now.Format("15:04:05"), tc.window, got.Format("15:04:05"), atHour, tc.want.Format("15:04:05"), tc.atHour)
+		}
+	}
+}
