@@ -159,6 +159,21 @@ func TestLookups(t *testing.T) {
 	if n := f.p.PeerName(nas, netip.MustParseAddr("192.0.2.99"), at); n != "" {
 		t.Fatalf("peer name of an address no answer held: %q", n)
 	}
+	// A CDN address answered for two names in one hour: each device gets
+	// the name it looked up itself; a device that looked up neither, the
+	// first one recorded.
+	h11 := h10.Add(time.Hour) // outside the ranges read below
+	f.read("dnsfilter1:pi", "c2b", at.Add(7*time.Minute),
+		row(h11, "10.0.0.9", "cdn-a.example", 1, 0, "198.51.100.7"),
+		row(h11, "10.0.0.5", "cdn-b.example", 1, 0, "198.51.100.7"),
+	)
+	cdn := netip.MustParseAddr("198.51.100.7")
+	if n := f.p.PeerName(nas, cdn, h11.Add(20*time.Minute)); n != "cdn-b.example" {
+		t.Errorf("the CDN peer of the device that looked up cdn-b: %q", n)
+	}
+	if n := f.p.PeerName(f.inv.Device("10.0.0.6").ID, cdn, h11.Add(20*time.Minute)); n != "cdn-a.example" {
+		t.Errorf("the CDN peer of a device that looked up neither: %q", n)
+	}
 
 	// Reload: the dictionaries come back; new rows reuse their ids.
 	f.load()

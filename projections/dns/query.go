@@ -1,6 +1,7 @@
 package dns
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -451,35 +452,62 @@ func decodeHourCursor(s string) (*uint32, error) {
 }
 
 // PeerName names an address by the domain whose answer held it in the
-// hour of at, or the hour before, for a lookup of the device (the
-// traffic projection's hook, Options.PeerName there); "" when none did.
+// hour of at, or the hour before (the traffic projection's hook,
+// Options.PeerName there); "" when none did. A domain the device itself
+// looked up that hour wins; else any client's (a DNS server behind a
+// forwarding router sees the router ask for everyone, and a CDN address
+// answers for many names, so the device's own lookup is the better
+// name when there is one).
 func (p *Projection) PeerName(deviceID string, peer netip.Addr, at time.Time) string {
-	_ = deviceID // answers are kept per domain and hour, whoever asked
 	h, ok := hourOf(at.UTC().Unix())
 	if !ok {
 		return ""
 	}
 	peer = peer.Unmap()
-	var name string
+	clients, _ := p.deviceClients(deviceID) // none: any client's answer
+	var own, anyName uint32
 	_ = p.view(func(tx *bolt.Tx) error {
-		ab := tx.Bucket(bAnswers)
+		ab, hb := tx.Bucket(bAnswers), tx.Bucket(bHours)
 		for _, hh := range []uint32{h, h - 1} {
+			var mine map[uint32]bool
+			for _, c := range clients {
+				var k [8]byte
+				binary.BigEndian.PutUint32(k[:4], hh)
+				binary.BigEndian.PutUint32(k[4:], c.id)
+				if v := hb.Get(k[:]); v != nil {
+					if mine == nil {
+						mine = map[uint32]bool{}
+					}
+					_ = eachLookup(v, func(l lookup) { mine[l.domain] = true })
+				}
+			}
 			c := ab.Cursor()
 			var pre [4]byte
 			binary.BigEndian.PutUint32(pre[:], hh)
 			for k, v := c.Seek(pre[:]); k != nil && binary.BigEndian.Uint32(k) == hh; k, v = c.Next() {
-				if slices.Contains(decodeAddrs(v), peer) {
-					d := binary.BigEndian.Uint32(k[4:])
-					p.mu.RLock()
-					if int(d) >= 1 && int(d) <= len(p.domains) {
-						name = p.domains[d-1]
-					}
-					p.mu.RUnlock()
+				if !slices.Contains(decodeAddrs(v), peer) {
+					continue
+				}
+				d := binary.BigEndian.Uint32(k[4:])
+				if mine[d] {
+					own = d
 					return nil
 				}
+				if anyName == 0 {
+					anyName = d
+				}
+			}
+			if anyName != 0 {
+				return nil // the nearer hour's answer, from another client
 			}
 		}
 		return nil
 	})
-	return name
+	d := cmp.Or(own, anyName)
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if d >= 1 && int(d) <= len(p.domains) {
+		return p.domains[d-1]
+	}
+	return ""
 }
