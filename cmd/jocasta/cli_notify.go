@@ -169,11 +169,12 @@ func cmdNotifyTest(e *env, args []string) error {
 }
 
 func cmdNotifyLedger(e *env, args []string) error {
-	var cfgPath, state string
+	var cfgPath, state, cursor string
 	var limit int
 	var asJSON bool
 	fs := newFlags("notify ledger", &cfgPath)
 	fs.StringVar(&state, "state", "", "only pending, sent, filtered or dead records")
+	fs.StringVar(&cursor, "cursor", "", "continue after the page that printed this cursor")
 	fs.IntVar(&limit, "limit", 50, "most records, newest first (1 to 1000)")
 	fs.BoolVar(&asJSON, "json", false, "JSON output")
 	pos, err := parse(fs, args)
@@ -192,9 +193,14 @@ func cmdNotifyLedger(e *env, args []string) error {
 		return usagef("--limit %d: want 1 to 1000", limit)
 	}
 	return withNotifier(e, cfgPath, func(n notifier) error {
-		items, err := n.NotifyLedger(e.ctx, notifyLedgerReq{Name: pos[0], State: state, Limit: limit})
+		page, err := n.NotifyLedger(e.ctx, notifyLedgerReq{Name: pos[0], State: state, Limit: limit, Cursor: cursor})
 		if err != nil {
 			return err
+		}
+		items := page.Items
+		if page.NextCursor != nil {
+			// On standard error, so that --json stays one array.
+			fmt.Fprintf(e.stderr, "more records: jocasta notify ledger %s --cursor %s\n", pos[0], *page.NextCursor)
 		}
 		if asJSON {
 			return printJSON(e.stdout, items)

@@ -62,7 +62,7 @@ commands:
   log stats [--json]                     events and bytes per kind and day, snapshots, buckets
   notify list [--json] | notify test NAME
   notify set NAME KINDS@SCOPE... | notify set NAME --none   (SCOPE: all, watched, group=NAME, network=CIDR)
-  notify ledger NAME [--state S] [--limit N] [--json] | notify redeliver NAME ID|--all NAME
+  notify ledger NAME [--state S] [--limit N] [--cursor C] [--json] | notify redeliver NAME ID|--all NAME
   replay [--until T] [--output FILE]     rebuild every projection into a fresh database
   whatif --online-window D --address-grace D [--since T] [--until T] [--json]   the history replayed under other rules
   backup --output FILE [--force]         a verified copy of the database, also while serve runs

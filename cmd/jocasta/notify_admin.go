@@ -23,7 +23,7 @@ type notifier interface {
 	NotifyList(ctx context.Context) ([]notify.View, error)
 	NotifySet(ctx context.Context, req notifySetReq) (notify.View, error)
 	NotifyTest(ctx context.Context, req notifyNameReq) (notify.Attempt, error)
-	NotifyLedger(ctx context.Context, req notifyLedgerReq) ([]notify.Record, error)
+	NotifyLedger(ctx context.Context, req notifyLedgerReq) (projections.Page[notify.Record], error)
 	NotifyRedeliver(ctx context.Context, req notifyRedeliverReq) (notifyRedeliverResp, error)
 }
 
@@ -44,6 +44,8 @@ type notifyLedgerReq struct {
 	Name  string `json:"name"`
 	State string `json:"state"`
 	Limit int    `json:"limit"`
+	// Cursor is the next_cursor of the page before.
+	Cursor string `json:"cursor,omitempty"`
 }
 
 type notifyRedeliverReq struct {
@@ -109,21 +111,25 @@ func (o *notifyOps) NotifyTest(ctx context.Context, req notifyNameReq) (notify.A
 // ledgerStates are the states `notify ledger --state` takes ("" for all).
 var ledgerStates = map[string]bool{"": true, notify.StatePending: true, notify.StateSent: true, notify.StateFiltered: true, notify.StateDead: true}
 
-func (o *notifyOps) NotifyLedger(ctx context.Context, req notifyLedgerReq) ([]notify.Record, error) {
+func (o *notifyOps) NotifyLedger(ctx context.Context, req notifyLedgerReq) (projections.Page[notify.Record], error) {
+	var none projections.Page[notify.Record]
 	if !ledgerStates[req.State] {
-		return nil, userErrorf("state %q: want pending, sent, filtered or dead", req.State)
+		return none, userErrorf("state %q: want pending, sent, filtered or dead", req.State)
 	}
 	if req.Limit < 1 || req.Limit > 1000 {
-		return nil, userErrorf("limit %d: want 1 to 1000", req.Limit)
+		return none, userErrorf("limit %d: want 1 to 1000", req.Limit)
 	}
-	page, err := o.n.Ledger(ctx, req.Name, notify.LedgerFilter{State: req.State, Limit: req.Limit})
+	page, err := o.n.Ledger(ctx, req.Name, notify.LedgerFilter{State: req.State, Limit: req.Limit, Cursor: req.Cursor})
+	if errors.Is(err, notify.ErrBadCursor) {
+		return none, userErrorf("--cursor %q: not a cursor notify ledger printed; start again without it", req.Cursor)
+	}
 	if err != nil {
-		return nil, notifyErr(req.Name, err)
+		return none, notifyErr(req.Name, err)
 	}
 	if page.Items == nil {
 		page.Items = []notify.Record{}
 	}
-	return page.Items, nil
+	return page, nil
 }
 
 func (o *notifyOps) NotifyRedeliver(ctx context.Context, req notifyRedeliverReq) (notifyRedeliverResp, error) {
@@ -185,10 +191,10 @@ func (s notifyServe) NotifyTest(ctx context.Context, req notifyNameReq) (notify.
 	return o.NotifyTest(ctx, req)
 }
 
-func (s notifyServe) NotifyLedger(ctx context.Context, req notifyLedgerReq) ([]notify.Record, error) {
+func (s notifyServe) NotifyLedger(ctx context.Context, req notifyLedgerReq) (projections.Page[notify.Record], error) {
 	o, err := s.ops()
 	if err != nil {
-		return nil, err
+		return projections.Page[notify.Record]{}, err
 	}
 	return o.NotifyLedger(ctx, req)
 }
@@ -215,8 +221,8 @@ func (s *socketAdmin) NotifyTest(ctx context.Context, req notifyNameReq) (notify
 	return call[notify.Attempt](ctx, s, "notify/test", req)
 }
 
-func (s *socketAdmin) NotifyLedger(ctx context.Context, req notifyLedgerReq) ([]notify.Record, error) {
-	return call[[]notify.Record](ctx, s, "notify/ledger", req)
+func (s *socketAdmin) NotifyLedger(ctx context.Context, req notifyLedgerReq) (projections.Page[notify.Record], error) {
+	return call[projections.Page[notify.Record]](ctx, s, "notify/ledger", req)
 }
 
 func (s *socketAdmin) NotifyRedeliver(ctx context.Context, req notifyRedeliverReq) (notifyRedeliverResp, error) {

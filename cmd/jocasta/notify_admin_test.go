@@ -240,7 +240,21 @@ func TestNotifyCLIBothWays(t *testing.T) {
 		if len(dead) != 1 || dead[0].ID == deadID {
 			t.Fatalf("dead records after serve stopped: %+v", dead)
 		}
-		code, out, _ := notifyCLI(t, cfg, "redeliver", "--all", "hook", "--json")
+		// Paged: one record a page, the cursor to go on on standard error.
+		code, out, errOut := notifyCLI(t, cfg, "ledger", "hook", "--json", "--limit", "1")
+		var first, second []notify.Record
+		m := regexp.MustCompile(`^more records: jocasta notify ledger hook --cursor (\S+)\n$`).FindStringSubmatch(errOut)
+		if code != 0 || json.Unmarshal([]byte(out), &first) != nil || len(first) != 1 || m == nil {
+			t.Fatalf("ledger --limit 1: %d %q %q", code, out, errOut)
+		}
+		code, out, errOut = notifyCLI(t, cfg, "ledger", "hook", "--json", "--limit", "1", "--cursor", m[1])
+		if code != 0 || json.Unmarshal([]byte(out), &second) != nil || len(second) != 1 || second[0].ID == first[0].ID || errOut != "" {
+			t.Fatalf("ledger --cursor: %d %q %q (first page %s)", code, out, errOut, first[0].ID)
+		}
+		if code, _, errOut := notifyCLI(t, cfg, "ledger", "hook", "--cursor", "zz"); code != exitUser || !strings.Contains(errOut, "not a cursor") {
+			t.Errorf("ledger with a bad cursor: %d %q", code, errOut)
+		}
+		code, out, _ = notifyCLI(t, cfg, "redeliver", "--all", "hook", "--json")
 		var r notifyRedeliverResp
 		if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r != (notifyRedeliverResp{Destination: "hook", Queued: 1}) {
 			t.Fatalf("redeliver --all --json: %d %q", code, out)
