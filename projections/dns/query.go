@@ -102,7 +102,7 @@ func (p *Projection) DeviceLookups(ctx context.Context, id string, f Filter) (pr
 	if err != nil {
 		return page, err
 	}
-	clients, err := p.deviceClients(id)
+	clients, own, err := p.deviceClients(id)
 	if err != nil {
 		return page, err
 	}
@@ -139,7 +139,7 @@ func (p *Projection) DeviceLookups(ctx context.Context, id string, f Filter) (pr
 			}
 			at := time.Unix(int64(h)*3600, 0).UTC()
 			var err error
-			if sum, err = hourLookups(hb, h, id, clients, idx, len(names), sum); err != nil {
+			if sum, err = hourLookups(hb, h, own, clients, idx, len(names), sum); err != nil {
 				return err
 			}
 			if keep != nil || after != nil && h == after.hour {
@@ -218,7 +218,7 @@ func (p *Projection) DeviceHours(ctx context.Context, id string, f HourFilter) (
 	if err != nil {
 		return projections.Page[HourTotal]{}, err
 	}
-	clients, err := p.deviceClients(id)
+	clients, own, err := p.deviceClients(id)
 	if err != nil {
 		return projections.Page[HourTotal]{}, err
 	}
@@ -251,7 +251,7 @@ func (p *Projection) DeviceHours(ctx context.Context, id string, f HourFilter) (
 				return err
 			}
 			var err error
-			if sum, err = hourLookups(hb, h, id, clients, idx, len(names), sum); err != nil {
+			if sum, err = hourLookups(hb, h, own, clients, idx, len(names), sum); err != nil {
 				return err
 			}
 			if len(sum) == 0 {
@@ -286,10 +286,10 @@ type client struct {
 
 // deviceClients returns the device's addresses that have client ids:
 // projections.ErrNotFound for an unknown device.
-func (p *Projection) deviceClients(id string) ([]client, error) {
+func (p *Projection) deviceClients(id string) ([]client, map[string]bool, error) {
 	hs, err := p.opts.Addresses.DeviceHoldings(id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var clients []client
 	p.mu.RLock()
@@ -299,7 +299,17 @@ func (p *Projection) deviceClients(id string) ([]client, error) {
 			clients = append(clients, client{h.IP.Unmap(), cid})
 		}
 	}
-	return clients, nil
+	return clients, owners(id, hs), nil
+}
+
+// owners are the device ids whose holdings count as id's: id and the
+// devices merged into it (inventory.DeviceHoldings lists theirs too).
+func owners(id string, hs []inventory.Holding) map[string]bool {
+	out := map[string]bool{id: true}
+	for _, h := range hs {
+		out[h.Device] = true
+	}
+	return out
 }
 
 // hourSpan returns the hours [first, end) of a range: from the one
@@ -315,14 +325,14 @@ func hourSpan(since, until time.Time) (first, end uint32, ok bool) {
 // h, by domain id: those of each of its addresses that it held then,
 // added up per domain. Domain ids past nNames (newer than the caller's
 // view of the dictionary) are left out.
-func hourLookups(hb *bolt.Bucket, h uint32, id string, clients []client, idx *inventory.HoldingIndex, nNames int, sum []lookup) ([]lookup, error) {
+func hourLookups(hb *bolt.Bucket, h uint32, own map[string]bool, clients []client, idx *inventory.HoldingIndex, nNames int, sum []lookup) ([]lookup, error) {
 	at := time.Unix(int64(h)*3600, 0).UTC()
 	sum = sum[:0]
 	var key [8]byte
 	binary.BigEndian.PutUint32(key[:], h)
 	merge := false // a second address of the device in this hour (few: merged in place)
 	for _, c := range clients {
-		if dev, ok := idx.At(c.ip, at); !ok || dev != id {
+		if dev, ok := idx.At(c.ip, at); !ok || !own[dev] {
 			continue
 		}
 		binary.BigEndian.PutUint32(key[4:], c.id)
@@ -464,7 +474,7 @@ func (p *Projection) PeerName(deviceID string, peer netip.Addr, at time.Time) st
 		return ""
 	}
 	peer = peer.Unmap()
-	clients, _ := p.deviceClients(deviceID) // none: any client's answer
+	clients, _, _ := p.deviceClients(deviceID) // none: any client's answer
 	var own, anyName uint32
 	_ = p.view(func(tx *bolt.Tx) error {
 		ab, hb := tx.Bucket(bAnswers), tx.Bucket(bHours)

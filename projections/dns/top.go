@@ -56,11 +56,13 @@ func (p *Projection) TopLookups(ctx context.Context, device string, since, until
 	top := Top{Since: since.UTC(), Until: until.UTC(), Domains: []DomainTotal{}, BlockedDomains: []DomainTotal{}, Clients: []ClientTotal{}}
 	limit = clampLimit(limit)
 	var mine map[uint32]bool // the device's client ids
+	var own map[string]bool  // the device and those merged into it
 	if device != "" {
 		hs, err := p.opts.Addresses.DeviceHoldings(device)
 		if err != nil {
 			return top, err
 		}
+		own = owners(device, hs)
 		mine = map[uint32]bool{}
 		p.mu.RLock()
 		for _, h := range hs {
@@ -108,7 +110,7 @@ func (p *Projection) TopLookups(ctx context.Context, device string, since, until
 			}
 			ip := clients[cid-1]
 			dev, held := idx.At(ip, time.Unix(int64(h)*3600, 0).UTC())
-			if mine != nil && (!held || dev != device) {
+			if mine != nil && (!held || !own[dev]) {
 				continue
 			}
 			var ct *ClientTotal

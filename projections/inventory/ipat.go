@@ -37,7 +37,8 @@ func (i *Inventory) Holdings() []Holding {
 	return out
 }
 
-// DeviceHoldings lists one device's address spans, or
+// DeviceHoldings lists one device's address spans (and those of the
+// devices merged into it), or
 // projections.ErrNotFound.
 func (i *Inventory) DeviceHoldings(id string) ([]Holding, error) {
 	i.mu.RLock()
@@ -46,7 +47,14 @@ func (i *Inventory) DeviceHoldings(id string) ([]Holding, error) {
 	if d == nil {
 		return nil, projections.ErrNotFound
 	}
-	return appendHoldings(nil, d), nil
+	out := appendHoldings(nil, d)
+	// The members merged into it: the API shows the group as this device,
+	// so its traffic and lookups are theirs too (each Holding names the
+	// member that held the address).
+	for _, m := range i.membersOf(id) {
+		out = appendHoldings(out, m)
+	}
+	return out, nil
 }
 
 func appendHoldings(out []Holding, d *device) []Holding {

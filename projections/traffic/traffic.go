@@ -897,8 +897,10 @@ func (p *Projection) DeviceTraffic(ctx context.Context, id string, f Filter) (pr
 	idx := p.index()
 	items := map[string]*Item{}
 	ips := map[netip.Addr]bool{}
+	own := map[string]bool{id: true} // id and the devices merged into it
 	for _, h := range hs {
 		ips[h.IP] = true
+		own[h.Device] = true
 	}
 	from, until := f.Since.UTC().Truncate(time.Hour), f.Until.UTC()
 	err = p.view(func(tx *bolt.Tx) error {
@@ -912,7 +914,7 @@ func (p *Projection) DeviceTraffic(ctx context.Context, id string, f Filter) (pr
 			binary.BigEndian.PutUint64(prefix[:8], uint64(hour.Unix()))
 			minutes = presentMinutes(c, prefix[:8], minutes[:0])
 			for ip := range ips {
-				if dev, ok := idx.At(ip, hour); !ok || dev != id {
+				if dev, ok := idx.At(ip, hour); !ok || !own[dev] {
 					continue
 				}
 				putAddr(prefix[offLocal:], ip)

@@ -481,3 +481,35 @@ func TestWindowOnTheHour(t *testing.T) {
 		t.Fatalf("bytes by hour %v, want 100 in the hour before %s and 100 in its own", got, at)
 	}
 }
+
+// A device merged into another: the group's traffic is the one device's
+// (the API shows the group as it), whichever member held the address.
+func TestMergedDeviceTraffic(t *testing.T) {
+	f := newFixture(t)
+	f.inv.Sweep(at.Add(-2*time.Hour), true, inventorytest.Host("10.0.0.5", "00:11:22:00:00:01"), inventorytest.Host("10.0.0.6", "00:11:22:00:00:02"))
+	phone, old := f.inv.Device("10.0.0.5").ID, f.inv.Device("10.0.0.6").ID
+	f.window(at.Add(-30*time.Minute), true, false,
+		events.TrafficRow{Src: "10.0.0.5", Dst: "1.1.1.1", Proto: 17, Port: 53, Bytes: 100, Packets: 1, Flows: 1},
+		events.TrafficRow{Src: "10.0.0.6", Dst: "1.1.1.1", Proto: 17, Port: 53, Bytes: 20, Packets: 1, Flows: 1},
+	)
+	ctx := context.Background()
+	bytesOut := func(id string) uint64 {
+		t.Helper()
+		page, err := f.p.DeviceTraffic(ctx, id, traffic.Filter{Since: at.Add(-2 * time.Hour), Until: at, By: traffic.ByPeer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n uint64
+		for _, it := range page.Items {
+			n += it.BytesOut
+		}
+		return n
+	}
+	if a, b := bytesOut(phone), bytesOut(old); a != 100 || b != 20 {
+		t.Fatalf("before the merge: %d and %d bytes out", a, b)
+	}
+	f.inv.Apply(events.KindDeviceMerged, events.DeviceMerged{Device: old, Into: phone}, at.Add(-10*time.Minute), "api", "test", phone)
+	if n := bytesOut(phone); n != 120 {
+		t.Errorf("after the merge, the group's traffic: %d bytes out, want 120", n)
+	}
+}
