@@ -211,6 +211,9 @@ type device struct {
 	// coverage is set while the device is overdue and no source that saw
 	// it lately can give evidence (Inventory.refreshCoverage).
 	coverage *projections.Coverage
+	// otherMACs, of a merged group's view (unionOf), are the members'
+	// MACs other than the one it shows: q= finds the group by any.
+	otherMACs []string
 }
 
 // protected reports whether a user's edit keeps the device from retention.
@@ -337,6 +340,10 @@ func appendSearch(b []byte, d *device) []byte {
 	if d.MAC != "" {
 		b = append(b, '\n')
 		b = append(b, d.MAC...)
+	}
+	for _, m := range d.otherMACs {
+		b = append(b, '\n')
+		b = append(b, m...)
 	}
 	if d.vendor != "" {
 		b = append(b, '\n')

@@ -344,6 +344,12 @@ func (i *Inventory) unionOf(root *device, members []*device) *device {
 			u.Attached = d.Attached
 		}
 	}
+	u.otherMACs = nil
+	for _, d := range all {
+		if d.MAC != "" && d.MAC != u.MAC && !slices.Contains(u.otherMACs, d.MAC) {
+			u.otherMACs = append(u.otherMACs, d.MAC)
+		}
+	}
 	u.BestName = u.computeBestName()
 	u.refreshDerived(i.opts.Vendor)
 	return &u

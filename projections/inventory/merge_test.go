@@ -313,6 +313,13 @@ func TestMergeView(t *testing.T) {
 	if err != nil || len(found.Items) != 1 || found.Items[0].ID != idPhoneA {
 		t.Errorf("q=10.0.0.23: %s %v", js(found.Items), err)
 	}
+	// And by the merged device's MAC, which the group does not show.
+	for _, q := range []string{macPhoneB, strings.ToUpper(macPhoneB[9:])} {
+		found, err = h.inv.ListDevices(ctx, projections.DeviceFilter{Q: q})
+		if err != nil || len(found.Items) != 1 || found.Items[0].ID != idPhoneA {
+			t.Errorf("q=%s (the merged device's MAC): %s %v", q, js(found.Items), err)
+		}
+	}
 	h.checkReload()
 }
 
