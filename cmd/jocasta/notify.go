@@ -122,6 +122,15 @@ func (c *core) startNotifications(cfg *config.Config, log zerolog.Logger) (*noti
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Server.BaseURL == "" {
+		for _, d := range disp.Destinations() {
+			if d.Enabled && d.Push != nil {
+				log.Warn().Str("destination", d.Name).
+					Msg("push messages carry no link back to the device: set server.base_url to the web interface's address as a phone reaches it (such as http://jocasta.lan:8080)")
+				break
+			}
+		}
+	}
 	c.notes = &notifications{d: disp, rules: c.rules, cmd: c.commander(), source: "api"}
 	if cfg.Server.MCP.Enabled {
 		if e := c.mcpHandler(cfg, log); e != nil {

@@ -73,3 +73,28 @@ func TestNotRunYet(t *testing.T) {
 		})
 	}
 }
+
+// A push destination without server.base_url: serve says at start that
+// its messages will carry no link back to the device, and how to add one.
+func TestPushWithoutBaseURLWarned(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		warned     bool
+	}{
+		{"no base_url", "notify:\n  phone:\n    push: {url: \"http://127.0.0.1:9/S3CR3T\"}\n", true},
+		{"base_url set", "server:\n  base_url: http://jocasta.lan:8080\nnotify:\n  phone:\n    push: {url: \"http://127.0.0.1:9/S3CR3T\"}\n", false},
+		{"a webhook only", "notify:\n  hook:\n    webhook: {url: \"http://127.0.0.1:9/in\", secret: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw}\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := startDaemon(t, writeConfig(t, t.TempDir(), noSweeps+tc.yaml))
+			d.stop()
+			logs := d.log.String()
+			if got := strings.Contains(logs, "set server.base_url"); got != tc.warned {
+				t.Errorf("warned %v, want %v:\n%s", got, tc.warned, logs)
+			}
+			if strings.Contains(logs, "S3CR3T") {
+				t.Error("the log shows the push URL's secret path")
+			}
+		})
+	}
+}
