@@ -31,11 +31,11 @@ func (f *fakeInventory) historyAt(at time.Time) ([]history.Device, error) {
 		if d.FirstSeen.After(at) {
 			continue
 		}
-		hd := history.Device{ID: d.ID, Name: d.Name, Names: map[string]string{}, MAC: d.MAC, Vendor: d.Vendor,
-			Addresses: []history.Address{}, Ports: []int{}, Label: d.Label, Group: d.Group, Watched: d.Watched, Ignored: d.Ignored,
+		hd := history.Device{ID: d.ID, Name: d.Name, Names: map[string]history.Name{}, MAC: d.MAC, Vendor: d.Vendor,
+			Addresses: []history.Address{}, Ports: []history.Port{}, Label: d.Label, Group: d.Group, Watched: d.Watched, Ignored: d.Ignored,
 			Presence: d.Presence, FirstSeen: d.FirstSeen.UTC(), Sources: []string{}}
 		for src, n := range d.Names {
-			hd.Names[src] = n.Name
+			hd.Names[src] = history.Name{Name: n.Name}
 		}
 		for _, a := range d.Addresses {
 			ha := history.Address{IP: a.IP, Network: a.Network, FirstSeen: a.FirstSeen.UTC()}

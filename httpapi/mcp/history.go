@@ -171,7 +171,7 @@ func (t *tools) inventoryDiff(ctx context.Context, _ *sdk.CallToolRequest, in Di
 // output schema wants.
 func normDevice(d *history.Device) {
 	if d.Names == nil {
-		d.Names = map[string]string{}
+		d.Names = map[string]history.Name{}
 	}
 	d.Addresses, d.Ports, d.Sources = nonNil(d.Addresses), nonNil(d.Ports), nonNil(d.Sources)
 }

@@ -11,29 +11,45 @@ import (
 
 // Device is a device as it was at an instant: the fields whose history
 // the inventory keeps (every change of each is recorded, so the view is
-// exact). Observation times that move with every sweep (last_seen, the
-// names' last_confirmed, evidence) are not part of it.
+// exact), in the shapes of the live device (projections.Device) where
+// they share a name. Observation times that move with every sweep
+// (last_seen, the names' last_confirmed, the ports' first and last seen,
+// evidence) are not part of it, nor the advertised services.
 type Device struct {
-	ID         string            `json:"id"`
-	Name       string            `json:"name"`
-	Names      map[string]string `json:"names"` // source -> name
-	MAC        *string           `json:"mac"`
-	Vendor     *string           `json:"vendor"`
-	Addresses  []Address         `json:"addresses"`
-	Ports      []int             `json:"ports"`
-	Label      *string           `json:"label"`
-	Group      *string           `json:"group"`
-	Type       *string           `json:"type"`
-	Notes      *string           `json:"notes"`
-	Ignored    bool              `json:"ignored"`
-	Watched    bool              `json:"watched"`
-	Presence   string            `json:"presence"`
-	AttachedTo *Attachment       `json:"attached_to"`
-	FirstSeen  time.Time         `json:"first_seen"`
-	Sources    []string          `json:"sources"`
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Names map[string]Name `json:"names"` // by source
+	MAC   *string         `json:"mac"`
+	// MACRandom is the locally administered bit of the MAC (as live).
+	MACRandom  bool        `json:"mac_random"`
+	Vendor     *string     `json:"vendor"`
+	Addresses  []Address   `json:"addresses"`
+	Ports      []Port      `json:"ports"`
+	Label      *string     `json:"label"`
+	Group      *string     `json:"group"`
+	Type       *string     `json:"type"`
+	Notes      *string     `json:"notes"`
+	Ignored    bool        `json:"ignored"`
+	Watched    bool        `json:"watched"`
+	Presence   string      `json:"presence"`
+	AttachedTo *Attachment `json:"attached_to"`
+	FirstSeen  time.Time   `json:"first_seen"`
+	Sources    []string    `json:"sources"`
 	// MergedInto, in a stored row only, says the device was merged into
 	// that one then: it is shown as part of it, never on its own.
 	MergedInto string `json:"merged_into,omitempty"`
+}
+
+// Name is a device's name from one source.
+type Name struct {
+	Name string `json:"name"`
+}
+
+// Port is an open TCP port, with the service usually behind it.
+type Port struct {
+	Port    uint16 `json:"port"`
+	Proto   string `json:"proto"`
+	Service string `json:"service"`
 }
 
 // Address is one address a device had, ordered by IP.
@@ -151,7 +167,7 @@ func (f Filter) Match(d *Device) bool {
 		return true
 	}
 	for _, n := range d.Names {
-		if has(n) {
+		if has(n.Name) {
 			return true
 		}
 	}

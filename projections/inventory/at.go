@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math/bits"
+	"net"
 	"reflect"
 	"slices"
 	"strings"
@@ -253,9 +254,9 @@ func (i *Inventory) viewFingerprint(id string, groups map[string][]*device) uint
 // API shows it, or, for a device merged into another, a row naming its
 // root (history.Device.MergedInto). groups is mergeGroups.
 func (i *Inventory) putViewRow(em *emitter, t time.Time, id string, groups map[string][]*device) error {
-	var doc history.Device
+	var doc histRow
 	if r, ok := i.hist.roots[id]; ok {
-		doc = history.Device{ID: id, MergedInto: r}
+		doc = histRow{ID: id, MergedInto: r}
 	} else {
 		doc = i.viewIn(groups, i.devs[id]).historyDoc()
 	}
@@ -461,10 +462,63 @@ func (m *fpMix) sum() uint64 {
 	return x
 }
 
-// historyDoc builds d's history fields. The caller holds the write lock
+// histRow is a stored history row: the history fields of a device, in
+// the layout rows have had since they exist (names as source → name,
+// ports as numbers). history.Device is the API's shape of it (view).
+type histRow struct {
+	ID         string              `json:"id"`
+	Name       string              `json:"name"`
+	Names      map[string]string   `json:"names"` // source -> name
+	MAC        *string             `json:"mac"`
+	Vendor     *string             `json:"vendor"`
+	Addresses  []history.Address   `json:"addresses"`
+	Ports      []int               `json:"ports"`
+	Label      *string             `json:"label"`
+	Group      *string             `json:"group"`
+	Type       *string             `json:"type"`
+	Notes      *string             `json:"notes"`
+	Ignored    bool                `json:"ignored"`
+	Watched    bool                `json:"watched"`
+	Presence   string              `json:"presence"`
+	AttachedTo *history.Attachment `json:"attached_to"`
+	FirstSeen  time.Time           `json:"first_seen"`
+	Sources    []string            `json:"sources"`
+	MergedInto string              `json:"merged_into,omitempty"`
+}
+
+// view is the row as the API shows a device at an instant: names and
+// ports in the live device's shapes, mac_random from the MAC.
+func (r *histRow) view() history.Device {
+	d := history.Device{
+		ID: r.ID, Name: r.Name, Names: make(map[string]history.Name, len(r.Names)), MAC: r.MAC, Vendor: r.Vendor,
+		Addresses: r.Addresses, Ports: make([]history.Port, 0, len(r.Ports)), Label: r.Label, Group: r.Group, Type: r.Type,
+		Notes: r.Notes, Ignored: r.Ignored, Watched: r.Watched, Presence: r.Presence, AttachedTo: r.AttachedTo,
+		FirstSeen: r.FirstSeen, Sources: r.Sources, MergedInto: r.MergedInto,
+	}
+	for src, n := range r.Names {
+		d.Names[src] = history.Name{Name: n}
+	}
+	for _, p := range r.Ports {
+		d.Ports = append(d.Ports, history.Port{Port: uint16(p), Proto: "tcp", Service: ServiceOf(uint16(p))})
+	}
+	if d.Addresses == nil {
+		d.Addresses = []history.Address{}
+	}
+	if d.Sources == nil {
+		d.Sources = []string{}
+	}
+	if r.MAC != nil {
+		if hw, err := net.ParseMAC(*r.MAC); err == nil && len(hw) > 0 {
+			d.MACRandom = hw[0]&0x02 != 0
+		}
+	}
+	return d
+}
+
+// historyDoc builds d's history row. The caller holds the write lock
 // (or the read lock).
-func (d *device) historyDoc() history.Device {
-	v := history.Device{
+func (d *device) historyDoc() histRow {
+	v := histRow{
 		ID:        d.ID,
 		Name:      d.name(),
 		Names:     make(map[string]string, len(d.Names)),
@@ -601,14 +655,14 @@ func (r *histReader) all(ctx context.Context, ts ...time.Time) ([][]history.Devi
 			if v == nil {
 				continue
 			}
-			var d history.Device
-			if err := json.Unmarshal(v, &d); err != nil {
+			var row histRow
+			if err := json.Unmarshal(v, &row); err != nil {
 				return nil, fmt.Errorf("history of %s: %w", id, err)
 			}
-			if d.MergedInto != "" {
+			if row.MergedInto != "" {
 				continue // shown as part of its root
 			}
-			out[j] = append(out[j], d)
+			out[j] = append(out[j], row.view())
 		}
 		// The next device: id + 0x01 sorts after every row of id (id +
 		// 0x00 + ...) and before the rows of any longer id.
@@ -656,12 +710,14 @@ func (i *Inventory) DeviceAt(ctx context.Context, id string, t time.Time) (histo
 		if v == nil {
 			return fmt.Errorf("inventory: device %q at %s: %w", id, t.UTC().Format(time.RFC3339Nano), projections.ErrNotFound)
 		}
-		if err := json.Unmarshal(v, &d); err != nil {
+		var row histRow
+		if err := json.Unmarshal(v, &row); err != nil {
 			return err
 		}
-		if d.MergedInto != "" {
-			return &MergedError{ID: id, Into: d.MergedInto}
+		if row.MergedInto != "" {
+			return &MergedError{ID: id, Into: row.MergedInto}
 		}
+		d = row.view()
 		return nil
 	})
 	if err != nil {

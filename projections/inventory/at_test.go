@@ -27,19 +27,21 @@ import (
 // the history fields, independently of the projection's own code.
 func asHistory(v projections.Device) history.Device {
 	d := history.Device{
-		ID: v.ID, Name: v.Name, Names: map[string]string{}, MAC: v.MAC, Vendor: v.Vendor,
-		Addresses: []history.Address{}, Ports: []int{}, Label: v.Label, Group: v.Group, Type: v.Type, Notes: v.Notes,
+		ID: v.ID, Name: v.Name, Names: map[string]history.Name{}, MAC: v.MAC, MACRandom: v.MACRandom, Vendor: v.Vendor,
+		Addresses: []history.Address{}, Ports: []history.Port{}, Label: v.Label, Group: v.Group, Type: v.Type, Notes: v.Notes,
 		Ignored: v.Ignored, Watched: v.Watched, Presence: v.Presence, FirstSeen: v.FirstSeen.UTC(), Sources: append([]string{}, v.Sources...),
 	}
 	for src, n := range v.Names {
-		d.Names[src] = n.Name
+		d.Names[src] = history.Name{Name: n.Name}
 	}
 	for _, a := range v.Addresses {
 		d.Addresses = append(d.Addresses, history.Address{IP: a.IP, Network: a.Network, FirstSeen: a.FirstSeen.UTC(), RetiredAt: a.RetiredAt})
 	}
 	slices.SortFunc(d.Addresses, func(a, b history.Address) int { return cmp.Compare(a.IP, b.IP) })
 	for _, p := range v.Ports {
-		d.Ports = append(d.Ports, int(p.Port))
+		// The service as a port's number names it: advertised services
+		// are not history.
+		d.Ports = append(d.Ports, history.Port{Port: p.Port, Proto: p.Proto, Service: inventory.ServiceOf(p.Port)})
 	}
 	if a := v.AttachedTo; a != nil {
 		d.AttachedTo = &history.Attachment{DeviceID: a.DeviceID, Source: a.Source, Peer: a.Peer, Port: a.Port, SSID: a.SSID, Band: a.Band}

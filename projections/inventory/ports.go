@@ -31,6 +31,11 @@ var wellKnown = map[uint16]string{
 
 // serviceName names a port: the DNS-SD service the device advertises on
 // it ("_ipp._tcp" → "ipp"), else the well-known name, else "".
+// ServiceOf names the service usually behind a TCP port ("" when the
+// table has none): the name at= shows, where the advertised services are
+// not history.
+func ServiceOf(port uint16) string { return wellKnown[port] }
+
 func serviceName(port uint16, advertised []projections.Service) string {
 	for _, s := range advertised {
 		if s.Port == port && s.Type != "" {
