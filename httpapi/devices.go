@@ -24,17 +24,8 @@ func parseDeviceFilter(r *http.Request) (projections.DeviceFilter, error) {
 	if err != nil {
 		return projections.DeviceFilter{}, err
 	}
-	f := projections.DeviceFilter{
-		Q:        q.text("q", true),
-		Group:    q.text("group", false),
-		Presence: q.oneOf("presence", projections.PresenceOnline, projections.PresenceOffline, projections.PresenceQuiet),
-		Network:  q.prefix("network"),
-		Watched:  q.boolean("watched"),
-		Ignored:  q.boolean("ignored"),
-		Sort:     q.oneOf("sort", deviceSorts...),
-		Limit:    q.limit(),
-		Cursor:   q.cursor(),
-	}
+	f := deviceSelection(q)
+	f.Sort, f.Limit, f.Cursor = q.oneOf("sort", deviceSorts...), q.limit(), q.cursor()
 	if f.Sort == "" {
 		f.Sort = "name"
 	}
@@ -42,6 +33,19 @@ func parseDeviceFilter(r *http.Request) (projections.DeviceFilter, error) {
 		return projections.DeviceFilter{}, err
 	}
 	return f, nil
+}
+
+// deviceSelection reads the device list's filters (q, group, presence,
+// network, watched, ignored), live or at an instant.
+func deviceSelection(q *query) projections.DeviceFilter {
+	return projections.DeviceFilter{
+		Q:        q.text("q", true),
+		Group:    q.text("group", false),
+		Presence: q.oneOf("presence", projections.PresenceOnline, projections.PresenceOffline, projections.PresenceQuiet),
+		Network:  q.prefix("network"),
+		Watched:  q.boolean("watched"),
+		Ignored:  q.boolean("ignored"),
+	}
 }
 
 func (s *server) listDevices(w http.ResponseWriter, r *http.Request) error {

@@ -113,14 +113,8 @@ func (s *server) listDevicesAt(w http.ResponseWriter, r *http.Request) error {
 	// The list's filters, as for the live list; the order is the name's
 	// (last_seen is not kept at an instant, and one order keeps the
 	// cursor simple).
-	f := history.Filter{
-		Q:        q.text("q", true),
-		Group:    q.text("group", false),
-		Presence: q.oneOf("presence", projections.PresenceOnline, projections.PresenceOffline, projections.PresenceQuiet),
-		Network:  q.prefix("network"),
-		Watched:  q.boolean("watched"),
-		Ignored:  q.boolean("ignored"),
-	}
+	sel := deviceSelection(q)
+	f := history.Filter{Q: sel.Q, Group: sel.Group, Presence: sel.Presence, Network: sel.Network, Watched: sel.Watched, Ignored: sel.Ignored}
 	if sort := q.text("sort", false); sort != "" && sort != "name" {
 		q.fail("sort", "the devices at an instant are listed by name only: leave sort out or give name")
 	}

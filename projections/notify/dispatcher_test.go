@@ -541,50 +541,14 @@ func TestDigestRetriedAsOne(t *testing.T) {
 func TestDigestGathersWithoutRereading(t *testing.T) {
 	db, f := openDB(t), newFeed()
 	rcv := newReceiver(t)
-	dest := notify.Destination{Name: "phone", Enabled: true, Timeout: time.Second, Push: &push.Config{URL: rcv.URL + "/alerts"}}
-	d, err := notify.New(notify.Options{
-		DB: db, Head: f.Head, WaitFor: func(context.Context, uint64) error { return nil },
-		Feed: f, Rules: rules{"phone": allKinds}, Destinations: []notify.Destination{dest},
-		Poll: 10 * time.Millisecond, DigestWait: 2 * time.Second,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
-	time.Sleep(30 * time.Millisecond) // it starts at the head
+	d := runPush(t, db, f, rcv, 10*time.Millisecond, 2*time.Second)
 	const changes = 200
 	for i := range changes {
 		f.add(projections.ChangeDiscovered, fmt.Sprint("n", i))
 		d.Notify()
 		time.Sleep(2 * time.Millisecond)
 	}
-	var delivered int
-	for deadline := time.Now().Add(20 * time.Second); delivered < changes; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d changes delivered", delivered, changes)
-		}
-		rcv.mu.Lock()
-		delivered = 0
-		for _, b := range rcv.body {
-			if n, ok := digestCount(b); ok {
-				delivered += int(n)
-			} else {
-				delivered++
-			}
-		}
-		rcv.mu.Unlock()
-	}
-	rcv.mu.Lock()
-	messages := len(rcv.body)
-	rcv.mu.Unlock()
+	messages, _ := waitDelivered(t, rcv, changes)
 	// The first DigestOver (20) go alone, one round each; then the
 	// burst is gathered: a read when it starts and one when it is sent.
 	if messages > notify.DefaultDigestOver+3 {
@@ -593,6 +557,58 @@ func TestDigestGathersWithoutRereading(t *testing.T) {
 	t.Logf("%d messages, %d outbox reads", messages, d.OutboxReads())
 	if reads := d.OutboxReads(); reads > 2*notify.DefaultDigestOver {
 		t.Errorf("%d outbox reads for %d changes: the sender read the gathering burst again for each change", reads, changes)
+	}
+}
+
+// runPush runs a dispatcher with one push destination to rcv until the
+// test ends, every change selected, with the given poll and digest wait.
+func runPush(t *testing.T, db *bolt.DB, f *feed, rcv *receiver, poll, digestWait time.Duration) *notify.Dispatcher {
+	t.Helper()
+	dest := notify.Destination{Name: "phone", Enabled: true, Timeout: time.Second, Push: &push.Config{URL: rcv.URL + "/alerts"}}
+	d, err := notify.New(notify.Options{
+		DB: db, Head: f.Head, WaitFor: func(context.Context, uint64) error { return nil },
+		Feed: f, Rules: rules{"phone": allKinds}, Destinations: []notify.Destination{dest},
+		Poll: poll, DigestWait: digestWait,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	time.Sleep(30 * time.Millisecond) // it starts at the head
+	return d
+}
+
+// waitDelivered waits until rcv has every one of n changes, counting a
+// digest's changes, and returns the messages and the digests among them.
+func waitDelivered(t *testing.T, rcv *receiver, n int) (messages, digests int) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		rcv.mu.Lock()
+		delivered := 0
+		messages, digests = len(rcv.body), 0
+		for _, b := range rcv.body {
+			if k, ok := digestCount(b); ok {
+				delivered += int(k)
+				digests++
+			} else {
+				delivered++
+			}
+		}
+		rcv.mu.Unlock()
+		if delivered >= n {
+			return messages, digests
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d changes delivered", delivered, n)
+		}
 	}
 }
 
@@ -695,48 +711,14 @@ func TestPushClickLink(t *testing.T) {
 func TestDigestOfATrickle(t *testing.T) {
 	db, f := openDB(t), newFeed()
 	rcv := newReceiver(t)
-	dest := notify.Destination{Name: "phone", Enabled: true, Timeout: time.Second, Push: &push.Config{URL: rcv.URL + "/alerts"}}
-	d, err := notify.New(notify.Options{
-		DB: db, Head: f.Head, WaitFor: func(context.Context, uint64) error { return nil },
-		Feed: f, Rules: rules{"phone": allKinds}, Destinations: []notify.Destination{dest},
-		Poll: 5 * time.Millisecond, DigestWait: 400 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
-	time.Sleep(30 * time.Millisecond) // it starts at the head
+	d := runPush(t, db, f, rcv, 5*time.Millisecond, 400*time.Millisecond)
 	const changes = 100
 	for i := range changes {
 		f.add(projections.ChangeDiscovered, fmt.Sprint("n", i))
 		d.Notify()
 		time.Sleep(10 * time.Millisecond)
 	}
-	var delivered, messages, digests int
-	for deadline := time.Now().Add(20 * time.Second); delivered < changes; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d changes delivered", delivered, changes)
-		}
-		rcv.mu.Lock()
-		delivered, digests, messages = 0, 0, len(rcv.body)
-		for _, b := range rcv.body {
-			if n, ok := digestCount(b); ok {
-				delivered += int(n)
-				digests++
-			} else {
-				delivered++
-			}
-		}
-		rcv.mu.Unlock()
-	}
+	messages, digests := waitDelivered(t, rcv, changes)
 	t.Logf("%d changes one by one: %d messages, %d of them digests", changes, messages, digests)
 	// The first DigestOver alone, then digests of what each wait gathers.
 	if digests == 0 || messages > notify.DefaultDigestOver+5 {
