@@ -349,16 +349,19 @@ func fieldText(v any, loc *time.Location) string {
 			return "—"
 		}
 		return strings.Join(x, ", ")
-	case []int:
+	case []history.Port:
 		if len(x) == 0 {
 			return "—"
 		}
 		parts := make([]string, len(x))
 		for i, p := range x {
-			parts[i] = fmt.Sprint(p)
+			parts[i] = fmt.Sprintf("%d/%s", p.Port, p.Proto)
+			if p.Service != "" {
+				parts[i] += " (" + p.Service + ")"
+			}
 		}
 		return strings.Join(parts, ", ")
-	case map[string]string:
+	case map[string]history.Name:
 		keys := make([]string, 0, len(x))
 		for k := range x {
 			keys = append(keys, k)
@@ -366,7 +369,7 @@ func fieldText(v any, loc *time.Location) string {
 		sort.Strings(keys)
 		parts := make([]string, len(keys))
 		for i, k := range keys {
-			parts[i] = k + ": " + x[k]
+			parts[i] = k + ": " + x[k].Name
 		}
 		if len(parts) == 0 {
 			return "—"

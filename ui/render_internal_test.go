@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jocasta/jocasta/projections"
+	"github.com/jocasta/jocasta/projections/history"
 )
 
 // TestEveryTemplateRegistered keeps pages and templates/ in step: a file
@@ -150,5 +151,41 @@ func TestDeviceRowsEscaped(t *testing.T) {
 	writeRows(&b, nil, time.UTC)
 	if got := b.String(); !strings.Contains(got, "No device matches") {
 		t.Errorf("empty rows: %s", got)
+	}
+}
+
+// fieldText writes every value a diff can hold for a person, never Go's
+// debug form of a struct or map.
+func TestFieldText(t *testing.T) {
+	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	lab := "lab"
+	for _, tc := range []struct {
+		v    any
+		want string
+	}{
+		{nil, "—"},
+		{"", "—"},
+		{"nas", "nas"},
+		{(*string)(nil), "—"},
+		{&lab, "lab"},
+		{true, "yes"},
+		{[]string{}, "—"},
+		{[]string{"sweep", "dns"}, "sweep, dns"},
+		{[]history.Port{}, "—"},
+		{[]history.Port{{Port: 22, Proto: "tcp", Service: "ssh"}, {Port: 9999, Proto: "tcp"}}, "22/tcp (ssh), 9999/tcp"},
+		{map[string]history.Name{}, "—"},
+		{map[string]history.Name{"mdns": {Name: "nas.local"}, "dns": {Name: "nas.lan"}}, "dns: nas.lan, mdns: nas.local"},
+		{[]history.Address{}, "—"},
+		{[]history.Address{{IP: "10.0.0.5"}, {IP: "10.0.0.6", RetiredAt: &at}}, "10.0.0.5, 10.0.0.6 (retired " + fmtTime(at, time.UTC) + ")"},
+		{(*history.Attachment)(nil), "—"},
+		{&history.Attachment{Source: "routerapi:core", Peer: "switch", Port: "ether3"}, "routerapi:core switch port ether3"},
+	} {
+		got := fieldText(tc.v, time.UTC)
+		if got != tc.want {
+			t.Errorf("fieldText(%#v) = %q, want %q", tc.v, got, tc.want)
+		}
+		if strings.ContainsAny(got, "{}[]") || strings.Contains(got, "map[") {
+			t.Errorf("fieldText(%#v) = %q: Go's debug form", tc.v, got)
+		}
 	}
 }

@@ -220,6 +220,10 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 		return err
 	}
 	clock := presence.NewClock(st, set.inv, now)
+	// rulesDone closes once the presence rules in force are in the log
+	// (recordRules, below): the clock and the sources append nothing
+	// before, so nothing is judged under rules no longer configured.
+	rulesDone := make(chan struct{})
 	g.Go(func() error { return run.Run(gctx) })
 	g.Go(func() error {
 		for range bell {
@@ -229,7 +233,14 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 		}
 		return nil
 	})
-	g.Go(func() error { return clock.Run(gctx) })
+	g.Go(func() error {
+		select {
+		case <-rulesDone:
+		case <-gctx.Done():
+			return nil
+		}
+		return clock.Run(gctx)
+	})
 	g.Go(func() error { return disp.Run(gctx) })
 	g.Go(func() error { return watchStore(gctx, st, log) })
 	verifyFirst := time.Minute
@@ -276,10 +287,10 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 		g.Go(func() error { return sensors.run(gctx) })
 	}
 	headAtStart := st.Head()
-	// The presence rules in force go into the log before any source
-	// writes: from then on a replay under another configuration still
-	// shows the presence that was shown (rules.go in the inventory).
-	rulesDone := make(chan struct{})
+	// The presence rules in force go into the log before any source or
+	// clock tick writes: from then on a replay under another
+	// configuration still shows the presence that was shown (rules.go in
+	// the inventory).
 	g.Go(func() error {
 		defer close(rulesDone)
 		if err := recordRules(gctx, st, run, set.inv, cfg, headAtStart, now); err != nil && gctx.Err() == nil {

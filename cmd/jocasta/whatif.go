@@ -117,6 +117,11 @@ type whatifTotal struct {
 type whatifResp struct {
 	Current whatifRules `json:"current"`
 	WhatIf  whatifRules `json:"whatif"`
+	// Recorded, when it differs from Current, are the rules the log
+	// recorded last in the range (inventory.rules_set): the "did" column
+	// follows those, and a configuration edited since serve last started
+	// is not in force yet.
+	Recorded *whatifRules `json:"recorded,omitempty"`
 	// Since and Until are the counted interval; Since is null for the
 	// start of the kept history.
 	Since *time.Time `json:"since"`
@@ -312,6 +317,12 @@ func (w *whatif) run(ctx context.Context) (resp whatifResp, err error) {
 		Total:        whatifTotal{Did: did.total, Would: would.total},
 		Devices:      []whatifDevice{},
 		Destinations: []whatifDest{},
+	}
+	if rr := did.inv.Rules(); rr.Recorded {
+		rec := whatifRules{shortDuration(rr.OnlineWindow), shortDuration(max(rr.AddressGrace, time.Nanosecond))}
+		if rec != resp.Current {
+			resp.Recorded = &rec
+		}
 	}
 	if resp.ToSeq == 0 {
 		resp.FromSeq = 0
@@ -775,6 +786,10 @@ func sincePtr(t time.Time) *time.Time {
 func printWhatif(e *env, r whatifResp) {
 	fmt.Fprintf(e.stdout, "what if: online window %s (now %s), address grace %s (now %s)\n",
 		r.WhatIf.OnlineWindow, r.Current.OnlineWindow, r.WhatIf.AddressGrace, r.Current.AddressGrace)
+	if r.Recorded != nil {
+		fmt.Fprintf(e.stdout, "note: the log's rules at the end were online window %s, address grace %s (what did happen follows them); the configuration's take effect when serve next starts\n",
+			r.Recorded.OnlineWindow, r.Recorded.AddressGrace)
+	}
 	from := "the start of the kept history"
 	if r.Since != nil {
 		from = fmtTime(r.Since)

@@ -347,3 +347,44 @@ func TestWhatIfCLI(t *testing.T) {
 		}
 	}
 }
+
+// TestWhatIfRecordedRules: when the log's rules at the end of the range
+// (inventory.rules_set) are not the configuration's, whatif says so:
+// what did happen followed the recorded ones.
+func TestWhatIfRecordedRules(t *testing.T) {
+	cfg := writeConfig(t, t.TempDir(), noSweeps)
+	c, err := config.Load(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().UTC().Truncate(24 * time.Hour).Add(-48 * time.Hour)
+	flapLog(t, c.DBFile(), t0, 0)
+	st, err := store.Open(c.DBFile(), store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := events.MustNew(events.KindPresenceRulesSet, events.PresenceRulesSet{OnlineWindowS: 3600, AddressGraceS: 6 * 3600}, t0.Add(23*time.Hour))
+	ev.Source, ev.Actor = "config", "config"
+	if _, err := st.Append(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	until := t0.Add(24 * time.Hour).Format(time.RFC3339)
+	code, out, stderr := cli(t, "", "whatif", "--config", cfg, "--online-window", "30m", "--until", until, "--json")
+	var r whatifResp
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil {
+		t.Fatalf("whatif: %d %s %s", code, out, stderr)
+	}
+	if r.Recorded == nil || *r.Recorded != (whatifRules{"1h", "6h"}) || r.Current.OnlineWindow != "15m" {
+		t.Errorf("recorded %+v, current %+v: want the log's 1h beside the configured 15m", r.Recorded, r.Current)
+	}
+	code, out, _ = cli(t, "", "whatif", "--config", cfg, "--online-window", "30m", "--until", until)
+	if code != 0 || !strings.Contains(out, "the log's rules at the end were online window 1h") {
+		t.Errorf("text: %d %s", code, out)
+	}
+	// Before the event, nothing recorded: no note.
+	code, out, _ = cli(t, "", "whatif", "--config", cfg, "--online-window", "30m", "--until", t0.Add(12*time.Hour).Format(time.RFC3339), "--json")
+	if code != 0 || strings.Contains(out, `"recorded"`) {
+		t.Errorf("before the rules event: %d %s", code, out)
+	}
+}

@@ -174,6 +174,16 @@ func TestLookups(t *testing.T) {
 	if n := f.p.PeerName(f.inv.Device("10.0.0.6").ID, cdn, h11.Add(20*time.Minute)); n != "cdn-a.example" {
 		t.Errorf("the CDN peer of a device that looked up neither: %q", n)
 	}
+	// The device's own lookup of the hour before beats another client's
+	// of this hour.
+	h12 := h11.Add(time.Hour)
+	f.read("dnsfilter1:pi", "c2c", at.Add(8*time.Minute),
+		row(h11, "10.0.0.5", "mine.example", 1, 0, "198.51.100.8"),
+		row(h12, "10.0.0.9", "other.example", 1, 0, "198.51.100.8"),
+	)
+	if n := f.p.PeerName(nas, netip.MustParseAddr("198.51.100.8"), h12.Add(10*time.Minute)); n != "mine.example" {
+		t.Errorf("the device's lookup of the hour before: %q, want mine.example", n)
+	}
 
 	// Reload: the dictionaries come back; new rows reuse their ids.
 	f.load()

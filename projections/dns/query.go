@@ -464,23 +464,30 @@ func decodeHourCursor(s string) (*uint32, error) {
 // PeerName names an address by the domain whose answer held it in the
 // hour of at, or the hour before (the traffic projection's hook,
 // Options.PeerName there); "" when none did. A domain the device itself
-// looked up that hour wins; else any client's (a DNS server behind a
-// forwarding router sees the router ask for everyone, and a CDN address
-// answers for many names, so the device's own lookup is the better
-// name when there is one).
+// looked up in either hour (from an address it held then) wins; else any
+// client's, the nearer hour first (a DNS server behind a forwarding
+// router sees the router ask for everyone, and a CDN address answers for
+// many names, so the device's own lookup is the better name when there
+// is one).
 func (p *Projection) PeerName(deviceID string, peer netip.Addr, at time.Time) string {
 	h, ok := hourOf(at.UTC().Unix())
 	if !ok {
 		return ""
 	}
 	peer = peer.Unmap()
-	clients, _, _ := p.deviceClients(deviceID) // none: any client's answer
-	var own, anyName uint32
+	clients, own, _ := p.deviceClients(deviceID) // none: any client's answer
+	idx := p.index()
+	var mineName, anyName uint32
 	_ = p.view(func(tx *bolt.Tx) error {
 		ab, hb := tx.Bucket(bAnswers), tx.Bucket(bHours)
 		for _, hh := range []uint32{h, h - 1} {
+			// The domains the device looked up in hour hh.
 			var mine map[uint32]bool
+			hourStart := time.Unix(int64(hh)*3600, 0).UTC()
 			for _, c := range clients {
+				if dev, held := idx.At(c.ip, hourStart); !held || !own[dev] {
+					continue // the address was another device's then
+				}
 				var k [8]byte
 				binary.BigEndian.PutUint32(k[:4], hh)
 				binary.BigEndian.PutUint32(k[4:], c.id)
@@ -500,20 +507,17 @@ func (p *Projection) PeerName(deviceID string, peer netip.Addr, at time.Time) st
 				}
 				d := binary.BigEndian.Uint32(k[4:])
 				if mine[d] {
-					own = d
+					mineName = d
 					return nil
 				}
 				if anyName == 0 {
 					anyName = d
 				}
 			}
-			if anyName != 0 {
-				return nil // the nearer hour's answer, from another client
-			}
 		}
 		return nil
 	})
-	d := cmp.Or(own, anyName)
+	d := cmp.Or(mineName, anyName)
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if d >= 1 && int(d) <= len(p.domains) {

@@ -29,13 +29,13 @@ var wellKnown = map[uint16]string{
 	9200: "elasticsearch", 10000: "ndmp", 32400: "plex", 49152: "upnp", 62078: "iphone-sync",
 }
 
-// serviceName names a port: the DNS-SD service the device advertises on
-// it ("_ipp._tcp" → "ipp"), else the well-known name, else "".
 // ServiceOf names the service usually behind a TCP port ("" when the
 // table has none): the name at= shows, where the advertised services are
 // not history.
 func ServiceOf(port uint16) string { return wellKnown[port] }
 
+// serviceName names a port: the DNS-SD service the device advertises on
+// it ("_ipp._tcp" → "ipp"), else the well-known name, else "".
 func serviceName(port uint16, advertised []projections.Service) string {
 	for _, s := range advertised {
 		if s.Port == port && s.Type != "" {

@@ -159,10 +159,14 @@ func (l *Listener) Listen(ctx context.Context, emit func(sources.Result)) error 
 		case <-timer.C:
 			now := l.opts.Now()
 			end := now
-			if atHour {
+			if atHour && cut.Before(now) {
 				// The hour's last window ends on the hour, so that its
-				// rows count in the hour they belong to.
+				// rows count in the hour they belong to (the few that
+				// arrived in the milliseconds since count with them).
 				end = cut
+			}
+			if end.Before(start) {
+				end = start // the clock stepped back
 			}
 			if w := l.window(st, start, end, first, rcvbuf); w.Datagrams > 0 || len(w.Drops) > 0 {
 				emit(w)
