@@ -3,7 +3,8 @@ package inventory
 import (
 	"fmt"
 	"slices"
-	"strconv"
+	"strings"
+	"unicode"
 
 	"github.com/jocasta/jocasta/events"
 	"github.com/jocasta/jocasta/projections"
@@ -40,11 +41,11 @@ func (i *Inventory) applyEdit(em *emitter, p *events.DeviceEdited) error {
 		var summary string
 		switch {
 		case next == nil:
-			summary = fmt.Sprintf("%s cleared the %s of %s (was %s)", who, field, name, strconv.Quote(*old))
+			summary = fmt.Sprintf("%s cleared the %s of %s (was %s)", who, field, name, quoteText(*old))
 		case old == nil:
-			summary = fmt.Sprintf("%s set the %s of %s to %s", who, field, name, strconv.Quote(*next))
+			summary = fmt.Sprintf("%s set the %s of %s to %s", who, field, name, quoteText(*next))
 		default:
-			summary = fmt.Sprintf("%s changed the %s of %s from %s to %s", who, field, name, strconv.Quote(deref(old)), strconv.Quote(*next))
+			summary = fmt.Sprintf("%s changed the %s of %s from %s to %s", who, field, name, quoteText(deref(old)), quoteText(*next))
 		}
 		return em.emit(projections.ChangeEdited, d.ID, summary, &projections.OldNew{Old: strAny(old), New: strAny(next)})
 	}
@@ -129,4 +130,39 @@ func deref(p *string) string {
 		return ""
 	}
 	return *p
+}
+
+// maxQuoted is how many characters of a text an edit's summary quotes.
+const maxQuoted = 60
+
+// quoteText quotes a user's text for a change's one-sentence summary, as
+// a person reads it: line breaks, tabs and other control characters
+// become spaces, runs of spaces one, and a text longer than maxQuoted
+// characters ends in "…" (the whole value is in the entry's data).
+func quoteText(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	n, space := 0, false
+	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
+		if unicode.IsControl(r) || unicode.IsSpace(r) {
+			space = n > 0
+			continue
+		}
+		if n == maxQuoted {
+			b.WriteString("…")
+			break
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+			if n++; n == maxQuoted {
+				b.WriteString("…")
+				break
+			}
+		}
+		b.WriteRune(r)
+		n++
+	}
+	b.WriteByte('"')
+	return b.String()
 }
