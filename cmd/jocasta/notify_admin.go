@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -222,7 +224,23 @@ func (s *socketAdmin) NotifyTest(ctx context.Context, req notifyNameReq) (notify
 }
 
 func (s *socketAdmin) NotifyLedger(ctx context.Context, req notifyLedgerReq) (projections.Page[notify.Record], error) {
-	return call[projections.Page[notify.Record]](ctx, s, "notify/ledger", req)
+	raw, err := call[json.RawMessage](ctx, s, "notify/ledger", req)
+	if err != nil {
+		return projections.Page[notify.Record]{}, err
+	}
+	// A serve of a release before --cursor answers the records alone.
+	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '[' {
+		var items []notify.Record
+		if err := json.Unmarshal(t, &items); err != nil {
+			return projections.Page[notify.Record]{}, fmt.Errorf("control socket: decode answer to notify/ledger: %w", err)
+		}
+		return projections.Page[notify.Record]{Items: items}, nil
+	}
+	var page projections.Page[notify.Record]
+	if err := json.Unmarshal(raw, &page); err != nil {
+		return page, fmt.Errorf("control socket: decode answer to notify/ledger: %w", err)
+	}
+	return page, nil
 }
 
 func (s *socketAdmin) NotifyRedeliver(ctx context.Context, req notifyRedeliverReq) (notifyRedeliverResp, error) {

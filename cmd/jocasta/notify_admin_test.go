@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -273,4 +277,48 @@ func TestNotifyCLIBothWays(t *testing.T) {
 			t.Errorf("%d deliveries failed the reference library's signature check", rec.refused)
 		}
 	})
+}
+
+// A CLI talks to a serve that may be of the release before (an upgrade
+// replaced the binary; serve restarts later): its notify/ledger answered
+// the records alone, without the page around them.
+func TestLedgerFromAnOlderServe(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		next       bool
+	}{
+		{"records alone (before --cursor)", `[{"id":"ev1-0","state":"dead"},{"id":"ev2-0","state":"sent"}]`, false},
+		{"a page", `{"items":[{"id":"ev1-0","state":"dead"},{"id":"ev2-0","state":"sent"}],"next_cursor":"abc"}`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/v1/notify/ledger" {
+					http.NotFound(w, r)
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, tc.body)
+			}))
+			defer srv.Close()
+			s := &socketAdmin{client: &http.Client{Transport: rewriteTo(srv.URL)}}
+			page, err := s.NotifyLedger(context.Background(), notifyLedgerReq{Name: "hook", Limit: 10})
+			if err != nil || len(page.Items) != 2 || page.Items[1].ID != "ev2-0" || (page.NextCursor != nil) != tc.next {
+				t.Fatalf("page %+v, %v", page, err)
+			}
+		})
+	}
+}
+
+// rewriteTo sends every request to base instead (a test server standing
+// in for the control socket).
+type rewriteTo string
+
+func (b rewriteTo) RoundTrip(r *http.Request) (*http.Response, error) {
+	u, err := url.Parse(string(b) + r.URL.Path)
+	if err != nil {
+		return nil, err
+	}
+	r = r.Clone(r.Context())
+	r.URL, r.Host = u, u.Host
+	return http.DefaultTransport.RoundTrip(r)
 }
