@@ -45,6 +45,11 @@ type TrafficExporter struct {
 	Flows     uint64 `json:"flows"`
 	LostFlows uint64 `json:"lost_flows"`
 	Sampling  uint32 `json:"sampling"`
+	// Restarts counts the exporter's restarts in the window (its sequence
+	// started again); Held the data sets waiting for their template at
+	// its end. Both are left out when 0 (and in logs of before them).
+	Restarts uint64 `json:"restarts,omitempty"`
+	Held     int    `json:"held,omitempty"`
 }
 
 // TrafficRow is the total of one window's flows from S to D with one

@@ -74,4 +74,9 @@ type FlowExporter struct {
 	LostFlows uint64
 	// Sampling is the largest 1-in-N interval in force (1: unsampled).
 	Sampling uint32
+	// Restarts counts the exporter's restarts this window (its sequence
+	// numbers started again); Held the data sets waiting for a template
+	// at the window's end.
+	Restarts uint64
+	Held     int
 }

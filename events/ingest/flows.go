@@ -32,6 +32,7 @@ func FlowEvent(w *sources.FlowWindow, source string) (events.Envelope, error) {
 		p.Exporters = append(p.Exporters, events.TrafficExporter{
 			Addr: e.Addr.String(), Versions: e.Versions, Domains: e.Domains, Templates: e.Templates,
 			Datagrams: e.Datagrams, Flows: e.Flows, LostFlows: e.LostFlows, Sampling: e.Sampling,
+			Restarts: e.Restarts, Held: e.Held,
 		})
 	}
 	for _, r := range w.Rows {

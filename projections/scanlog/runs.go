@@ -183,6 +183,8 @@ type flowExporter struct {
 	Versions  []int  `json:"versions"`
 	Templates int    `json:"templates"`
 	Sampling  uint32 `json:"sampling"`
+	Restarts  uint64 `json:"restarts"`
+	Held      int    `json:"held"`
 }
 
 // flowScan is a flow window's entry (kind "flows"): the listener's state
@@ -247,6 +249,12 @@ func exporterEntry(e *flowExporter) string {
 	}
 	if e.Sampling > 1 {
 		parts = append(parts, "sampling 1:"+strconv.FormatUint(uint64(e.Sampling), 10))
+	}
+	if e.Restarts > 0 {
+		parts = append(parts, plural(e.Restarts, "restart", "restarts"))
+	}
+	if e.Held > 0 {
+		parts = append(parts, plural(uint64(e.Held), "data set waiting for its template", "data sets waiting for their templates"))
 	}
 	if len(parts) == 0 {
 		return e.Addr

@@ -141,12 +141,13 @@ func TestEntries(t *testing.T) {
 			Drops:  map[string]uint64{"not_exporter": 1, "short": 1, "version": 2, "template_expired": 1, "limits": 3, "new_reason": 5, "zero": 0},
 			Exporters: []events.TrafficExporter{
 				{Addr: "192.0.2.1", Versions: []int{5}, Sampling: 1},
-				{Addr: "192.0.2.2", Versions: []int{9, 10}, Templates: 1, Sampling: 100},
-				{Addr: "198.51.100.2", Versions: []int{10}},
+				{Addr: "192.0.2.2", Versions: []int{9, 10}, Templates: 1, Sampling: 100, Restarts: 1},
+				{Addr: "198.51.100.2", Versions: []int{10}, Restarts: 2, Held: 3},
 				{Addr: "2001:db8::1"},
 			}},
 		want: projections.Scan{ID: "w2", Source: "flowlistener:edge", Kind: "flows", Started: t0, Finished: t0.Add(time.Minute), DurationMS: 60000,
-			Networks:   []string{"192.0.2.1 (v5)", "192.0.2.2 (v9/IPFIX; 1 template; sampling 1:100)", "198.51.100.2 (IPFIX; 0 templates)", "2001:db8::1"},
+			Networks: []string{"192.0.2.1 (v5)", "192.0.2.2 (v9/IPFIX; 1 template; sampling 1:100; 1 restart)",
+				"198.51.100.2 (IPFIX; 0 templates; 2 restarts; 3 data sets waiting for their templates)", "2001:db8::1"},
 			ProbesSent: 1<<31 - 1, HostsFound: 4, Rows: 9,
 			Errors: []string{"dropped 1 datagrams from addresses not in exporters (first: [203.0.113.9])",
 				"dropped 1 datagram shorter than its header says; 2 datagrams of an unknown version; 1 data set whose template expired; " +

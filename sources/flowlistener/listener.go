@@ -272,10 +272,6 @@ func (l *Listener) window(st *state, start, end time.Time, first bool, rcvbuf in
 	for a := range st.strangers {
 		strangers = append(strangers, a.String())
 	}
-	// Restarts and held sets are not in sources.FlowExporter: the log
-	// line reports them.
-	type logged struct{ restarts, held uint64 }
-	extra := map[netip.Addr]logged{}
 	var restarts uint64
 	for _, ex := range st.exporters {
 		if ex.datagrams == 0 {
@@ -283,8 +279,8 @@ func (l *Listener) window(st *state, start, end time.Time, first bool, rcvbuf in
 			continue // not heard from this window
 		}
 		restarts += ex.restarts
-		extra[ex.addr] = logged{ex.restarts, uint64(ex.held())}
-		fe := sources.FlowExporter{Addr: ex.addr, Domains: len(ex.domains), Datagrams: ex.datagrams, Flows: ex.flows, LostFlows: ex.lost, Sampling: 1}
+		fe := sources.FlowExporter{Addr: ex.addr, Domains: len(ex.domains), Datagrams: ex.datagrams, Flows: ex.flows, LostFlows: ex.lost, Sampling: 1,
+			Restarts: ex.restarts, Held: ex.held()}
 		for bit, v := range []int{5, 9, 10} {
 			if ex.versions&(1<<bit) != 0 {
 				fe.Versions = append(fe.Versions, v)
@@ -315,9 +311,8 @@ func (l *Listener) window(st *state, start, end time.Time, first bool, rcvbuf in
 		attrs = append(attrs, "drop_"+k, v)
 	}
 	for _, e := range w.Exporters {
-		x := extra[e.Addr]
 		attrs = append(attrs, "exporter_"+e.Addr.String(), fmt.Sprintf("v%v domains=%d templates=%d datagrams=%d flows=%d lost=%d restarts=%d held=%d sampling=%d",
-			e.Versions, e.Domains, e.Templates, e.Datagrams, e.Flows, e.LostFlows, x.restarts, x.held, e.Sampling))
+			e.Versions, e.Domains, e.Templates, e.Datagrams, e.Flows, e.LostFlows, e.Restarts, e.Held, e.Sampling))
 	}
 	l.opts.Log.Info("flow window", attrs...)
 	return w

@@ -265,7 +265,8 @@ func TestWindowExporters(t *testing.T) {
 	}
 }
 
-// Restarts are logged, per window, with the exporter's held data sets;
+// Restarts are logged and kept in the window's state, per window, with
+// the exporter's held data sets;
 // held sets too old are dropped when the window ends, even if the
 // exporter has fallen silent.
 func TestWindowRestartsAndHeld(t *testing.T) {
@@ -279,6 +280,10 @@ func TestWindowRestartsAndHeld(t *testing.T) {
 	out := log.String()
 	if w.LostFlows != 0 || !strings.Contains(out, "restarts=1 ") || !strings.Contains(out, "restarts=1 held=1 ") {
 		t.Errorf("lost %d; log %s", w.LostFlows, out)
+	}
+	// And in the window's state, which the event and the scan log carry.
+	if len(w.Exporters) != 1 || w.Exporters[0].Restarts != 1 || w.Exporters[0].Held != 1 {
+		t.Errorf("exporters %+v: want 1 restart and 1 held set", w.Exporters)
 	}
 	if len(w.Drops) != 0 {
 		t.Errorf("drops %v", w.Drops)
