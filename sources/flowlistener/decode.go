@@ -125,7 +125,12 @@ const varLen = 0xFFFF
 
 // field is one field of a template (4 bytes).
 type field struct {
-	op     uint8
+	op uint8
+	// inIf marks the input interface (INPUT_SNMP / ingressInterface, 10;
+	// a v9 options scope of type 2): read, by its offset, only when a
+	// sampling interval depends on it (template.inIfOff), so that the
+	// record loop does no more work for it.
+	inIf   bool
 	length uint16 // varLen: variable (IPFIX)
 }
 
@@ -137,6 +142,9 @@ type template struct {
 	options bool
 	scope   int // options: the number of scope fields (skipped)
 	seen    time.Time
+	// inIfOff and inIfLen locate the input interface in a fixed-length
+	// record (inIfLen 0: none, or the template is not fixed).
+	inIfOff, inIfLen int
 }
 
 func newTemplate(fields []field, options bool, scope int, now time.Time) *template {
@@ -149,10 +157,25 @@ func newTemplate(fields []field, options bool, scope int, now time.Time) *templa
 			off++ // at least the one-byte length prefix
 			continue
 		}
+		if f.inIf && t.inIfLen == 0 && f.length >= 1 && f.length <= 8 {
+			t.inIfOff, t.inIfLen = off, int(f.length)
+		}
 		off += int(f.length)
 	}
 	t.recLen = off
+	if !t.fixed {
+		t.inIfLen = 0 // offsets vary from record to record
+	}
 	return t
+}
+
+// inIf reads the input interface of record b (false: the template has
+// none at a fixed offset).
+func (t *template) inIf(b []byte) (uint32, bool) {
+	if t.inIfLen == 0 || t.inIfOff+t.inIfLen > len(b) {
+		return 0, false
+	}
+	return uint32(be(b[t.inIfOff : t.inIfOff+t.inIfLen])), true
 }
 
 // cost is what the template counts against maxExporterFields.
@@ -163,7 +186,7 @@ func (t *template) same(fields []field, options bool, scope int) bool {
 		return false
 	}
 	for i := range fields {
-		if t.fields[i].op != fields[i].op || t.fields[i].length != fields[i].length {
+		if t.fields[i] != fields[i] {
 			return false
 		}
 	}
@@ -181,10 +204,12 @@ type pendingSet struct {
 // domain).
 type domain struct {
 	templates map[uint16]*template
-	// sampling is the domain-wide 1-in-N interval (0: unknown), and
-	// samplers the intervals by sampler id.
+	// sampling is the domain-wide 1-in-N interval (0: unknown), samplers
+	// the intervals by sampler id, and ifRates by input interface (an
+	// options record scoped to an interface).
 	sampling uint32
 	samplers map[uint32]uint32
+	ifRates  map[uint32]uint32
 	seqOK    bool
 	nextSeq  uint32
 	// lost is the loss counted for this domain this window: a late
@@ -570,12 +595,16 @@ func (d *decoder) templates(ex *exporter, dm *domain, b []byte, ipfix, options b
 			}
 			op := fieldOp(typ, ent)
 			if i < scope {
-				op = opSkip // scope fields only say what the options apply to
+				// Scope fields say what the options apply to: a sampler,
+				// or an interface (v9 scope type 2; IPFIX's
+				// ingressInterface), else everything of the domain.
+				op = opSkip
 				if typ == 48 || typ == 302 {
 					op = opSamplerID
 				}
 			}
-			fields = append(fields, field{op: op, length: length})
+			inIf := !ent && (typ == 10 && (ipfix || i >= scope) || !ipfix && i < scope && typ == 2)
+			fields = append(fields, field{op: op, inIf: inIf, length: length})
 		}
 		if tooMany {
 			d.drops[dropLimits]++
@@ -792,6 +821,7 @@ func (d *decoder) record(ex *exporter, dm *domain, t *template, b []byte) int {
 		}
 	}
 	if t.options {
+		inIf, haveInIf := t.inIf(b)
 		rate := uint64(0)
 		switch {
 		case hasIntervalField:
@@ -800,14 +830,22 @@ func (d *decoder) record(ex *exporter, dm *domain, t *template, b []byte) int {
 			rate = (pktInterval + pktSpace) / pktInterval
 		}
 		if rate > 0 && rate <= 1<<24 {
-			if haveSampler {
+			switch {
+			case haveSampler:
 				if dm.samplers == nil {
 					dm.samplers = map[uint32]uint32{}
 				}
 				if len(dm.samplers) < maxTemplates {
 					dm.samplers[sampler] = uint32(rate)
 				}
-			} else {
+			case haveInIf:
+				if dm.ifRates == nil {
+					dm.ifRates = map[uint32]uint32{}
+				}
+				if len(dm.ifRates) < maxTemplates {
+					dm.ifRates[inIf] = uint32(rate)
+				}
+			default:
 				dm.sampling = uint32(rate)
 			}
 		}
@@ -835,7 +873,16 @@ func (d *decoder) record(ex *exporter, dm *domain, t *template, b []byte) int {
 	if !havePkts {
 		f.packets = totPkts
 	}
+	// The sampler's interval, else the input interface's, else the
+	// domain's.
 	rate := dm.sampling
+	if len(dm.ifRates) > 0 {
+		if inIf, ok := t.inIf(b); ok {
+			if r, ok := dm.ifRates[inIf]; ok {
+				rate = r
+			}
+		}
+	}
 	if haveSampler {
 		if r, ok := dm.samplers[sampler]; ok {
 			rate = r

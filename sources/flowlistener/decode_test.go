@@ -48,6 +48,9 @@ func run(t *testing.T, lifetime time.Duration, steps ...step) (flows []string, d
 	return flows, drops, d.lost, ex
 }
 
+// inIf is r arriving on input interface n.
+func inIf(r fg.Rec, n uint32) fg.Rec { r.InIf = n; return r }
+
 func TestDecode(t *testing.T) {
 	r1 := rec(lan, wan, 50000, 443, 1500, 10)
 	r2 := rec(wan, lan, 443, 50000, 90000, 60)
@@ -115,6 +118,23 @@ func TestDecode(t *testing.T) {
 				OptionsTemplate(257, sampScope, samp).OptionsData(257, sampScope, samp, [][]uint64{{0, 10, 2}}).
 				Template(258, fg.V6).Data(258, fg.V6, []fg.Rec{r6}, 3).Bytes()}},
 			flows: []string{"2001:db8::10:40000>2001:db8:ffff::7:53/17 7000B 70p"},
+		},
+		{
+			name: "v9 sampling per input interface (options scoped to an interface)",
+			steps: []step{{0, fg.NewV9(1, 7).
+				OptionsTemplate(259, []fg.Field{{Type: 2, Len: 4}}, samp).
+				OptionsData(259, []fg.Field{{Type: 2, Len: 4}}, samp, [][]uint64{{1, 10, 2}, {2, 100, 2}}).
+				Template(256, fg.V4).Data(256, fg.V4, []fg.Rec{inIf(r1, 1), inIf(r2, 2), inIf(r1, 3)}, 0).Bytes()}},
+			flows: []string{"192.0.2.10:50000>198.51.100.7:443/6 15000B 100p", "198.51.100.7:443>192.0.2.10:50000/6 9000000B 6000p",
+				"192.0.2.10:50000>198.51.100.7:443/6 1500B 10p"},
+		},
+		{
+			name: "IPFIX sampling per ingress interface beside a domain-wide one",
+			steps: []step{{0, fg.NewIPFIX(0, 1).
+				OptionsTemplate(400, ipfixScope, ipfixSamp).OptionsData(400, ipfixScope, ipfixSamp, [][]uint64{{1, 1, 3}}).
+				OptionsTemplate(401, []fg.Field{{Type: 10, Len: 4}}, ipfixSamp).OptionsData(401, []fg.Field{{Type: 10, Len: 4}}, ipfixSamp, [][]uint64{{5, 1, 9}}).
+				Template(256, fg.V4).Data(256, fg.V4, []fg.Rec{inIf(r1, 5), inIf(r1, 6)}, 0).Bytes()}},
+			flows: []string{"192.0.2.10:50000>198.51.100.7:443/6 15000B 100p", "192.0.2.10:50000>198.51.100.7:443/6 6000B 40p"},
 		},
 		{
 			name: "v9 packet sequence gap: lost packets times flows per packet",

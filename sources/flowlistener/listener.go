@@ -292,6 +292,9 @@ func (l *Listener) window(st *state, start, end time.Time, first bool, rcvbuf in
 			for _, r := range dm.samplers {
 				fe.Sampling = max(fe.Sampling, r)
 			}
+			for _, r := range dm.ifRates {
+				fe.Sampling = max(fe.Sampling, r)
+			}
 		}
 		w.Exporters = append(w.Exporters, fe)
 		ex.endWindow()

@@ -21,6 +21,8 @@ type Rec struct {
 	SrcPort, DstPort uint16
 	Bytes, Packets   uint64
 	SamplerID        uint32
+	// InIf is the input interface (INPUT_SNMP, field 10).
+	InIf uint32
 }
 
 // Common templates.
@@ -242,6 +244,8 @@ func AppendRecord(b []byte, fields []Field, r Rec) []byte {
 			b = appendUint(b, f.Len, uint64(r.DstPort))
 		case 48, 302:
 			b = appendUint(b, f.Len, uint64(r.SamplerID))
+		case 10:
+			b = appendUint(b, f.Len, uint64(r.InIf))
 		default:
 			b = appendUint(b, f.Len, 0)
 		}
