@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -299,17 +300,7 @@ func (p *Projection) deviceClients(id string) ([]client, map[string]bool, error)
 			clients = append(clients, client{h.IP.Unmap(), cid})
 		}
 	}
-	return clients, owners(id, hs), nil
-}
-
-// owners are the device ids whose holdings count as id's: id and the
-// devices merged into it (inventory.DeviceHoldings lists theirs too).
-func owners(id string, hs []inventory.Holding) map[string]bool {
-	out := map[string]bool{id: true}
-	for _, h := range hs {
-		out[h.Device] = true
-	}
-	return out
+	return clients, inventory.HoldingOwners(id, hs), nil
 }
 
 // hourSpan returns the hours [first, end) of a range: from the one
@@ -478,25 +469,22 @@ func (p *Projection) PeerName(deviceID string, peer netip.Addr, at time.Time) st
 	clients, own, _ := p.deviceClients(deviceID) // none: any client's answer
 	idx := p.index()
 	var mineName, anyName uint32
+	var sum []lookup
 	_ = p.view(func(tx *bolt.Tx) error {
 		ab, hb := tx.Bucket(bAnswers), tx.Bucket(bHours)
 		for _, hh := range []uint32{h, h - 1} {
-			// The domains the device looked up in hour hh.
+			// The domains the device looked up in hour hh (from the
+			// addresses it held then).
 			var mine map[uint32]bool
-			hourStart := time.Unix(int64(hh)*3600, 0).UTC()
-			for _, c := range clients {
-				if dev, held := idx.At(c.ip, hourStart); !held || !own[dev] {
-					continue // the address was another device's then
+			sum, err := hourLookups(hb, hh, own, clients, idx, math.MaxInt, sum)
+			if err != nil {
+				return err
+			}
+			for _, l := range sum {
+				if mine == nil {
+					mine = make(map[uint32]bool, len(sum))
 				}
-				var k [8]byte
-				binary.BigEndian.PutUint32(k[:4], hh)
-				binary.BigEndian.PutUint32(k[4:], c.id)
-				if v := hb.Get(k[:]); v != nil {
-					if mine == nil {
-						mine = map[uint32]bool{}
-					}
-					_ = eachLookup(v, func(l lookup) { mine[l.domain] = true })
-				}
+				mine[l.domain] = true
 			}
 			c := ab.Cursor()
 			var pre [4]byte

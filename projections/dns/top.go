@@ -10,6 +10,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/jocasta/jocasta/projections/inventory"
 )
 
 // Top is the busiest domains and clients of the lookups in a range: the
@@ -62,7 +64,7 @@ func (p *Projection) TopLookups(ctx context.Context, device string, since, until
 		if err != nil {
 			return top, err
 		}
-		own = owners(device, hs)
+		own = inventory.HoldingOwners(device, hs)
 		mine = map[uint32]bool{}
 		p.mu.RLock()
 		for _, h := range hs {

@@ -57,6 +57,16 @@ func (i *Inventory) DeviceHoldings(id string) ([]Holding, error) {
 	return out, nil
 }
 
+// HoldingOwners are the device ids whose holdings count as id's: id and
+// the devices merged into it, whose addresses DeviceHoldings lists too.
+func HoldingOwners(id string, hs []Holding) map[string]bool {
+	out := map[string]bool{id: true}
+	for _, h := range hs {
+		out[h.Device] = true
+	}
+	return out
+}
+
 func appendHoldings(out []Holding, d *device) []Holding {
 	for _, a := range d.Addrs {
 		if !a.ip.IsValid() {

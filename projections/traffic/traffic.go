@@ -897,11 +897,10 @@ func (p *Projection) DeviceTraffic(ctx context.Context, id string, f Filter) (pr
 	idx := p.index()
 	items := map[string]*Item{}
 	ips := map[netip.Addr]bool{}
-	own := map[string]bool{id: true} // id and the devices merged into it
 	for _, h := range hs {
 		ips[h.IP] = true
-		own[h.Device] = true
 	}
+	own := inventory.HoldingOwners(id, hs)
 	from, until := f.Since.UTC().Truncate(time.Hour), f.Until.UTC()
 	err = p.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bHours).Cursor()
