@@ -469,22 +469,15 @@ func (p *Projection) PeerName(deviceID string, peer netip.Addr, at time.Time) st
 	clients, own, _ := p.deviceClients(deviceID) // none: any client's answer
 	idx := p.index()
 	var mineName, anyName uint32
-	var sum []lookup
+	var mine []lookup
 	_ = p.view(func(tx *bolt.Tx) error {
 		ab, hb := tx.Bucket(bAnswers), tx.Bucket(bHours)
 		for _, hh := range []uint32{h, h - 1} {
 			// The domains the device looked up in hour hh (from the
-			// addresses it held then).
-			var mine map[uint32]bool
-			sum, err := hourLookups(hb, hh, own, clients, idx, math.MaxInt, sum)
-			if err != nil {
+			// addresses it held then), in domain id order.
+			var err error
+			if mine, err = hourLookups(hb, hh, own, clients, idx, math.MaxInt, mine); err != nil {
 				return err
-			}
-			for _, l := range sum {
-				if mine == nil {
-					mine = make(map[uint32]bool, len(sum))
-				}
-				mine[l.domain] = true
 			}
 			c := ab.Cursor()
 			var pre [4]byte
@@ -494,7 +487,7 @@ func (p *Projection) PeerName(deviceID string, peer netip.Addr, at time.Time) st
 					continue
 				}
 				d := binary.BigEndian.Uint32(k[4:])
-				if mine[d] {
+				if _, found := slices.BinarySearchFunc(mine, d, func(l lookup, d uint32) int { return cmpU32(l.domain, d) }); found {
 					mineName = d
 					return nil
 				}
