@@ -71,12 +71,15 @@ func dataInUse(t testing.TB, path string) int {
 // stable devices adds to the database, every bucket counted (the log and
 // each projection), as bytes of data in use between two copies: after a
 // first day (the network is learnt) and after a second one. The budget is
-// 1 MB a day. Run with -v to see the figure (docs/performance.md).
+// 1 MB a day. Run with -v to see the figure (docs/performance.md);
+// JOCASTA_GROWTH_KEEP=dir keeps the two copies there (day1.db, day2.db), for
+// `bbolt stats`.
 func TestLogGrowthStableNetwork(t *testing.T) {
 	if testing.Short() {
 		t.Skip("measures a simulated day of sweeps")
 	}
 	dir := t.TempDir()
+	keep := os.Getenv("JOCASTA_GROWTH_KEEP")
 	cfg := config.Defaults()
 	cfg.DB.Path = dir
 	st, err := store.Open(filepath.Join(dir, "jocasta.db"), store.Options{NoSync: true})
@@ -109,6 +112,13 @@ func TestLogGrowthStableNetwork(t *testing.T) {
 	}
 	snapshot := func(name string) string {
 		p := filepath.Join(dir, name)
+		if keep != "" {
+			if err := os.MkdirAll(keep, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			p = filepath.Join(keep, name)
+			_ = os.Remove(p)
+		}
 		f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 		if err != nil {
 			t.Fatal(err)
