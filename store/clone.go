@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
@@ -137,23 +139,51 @@ func sectionFile(sr *io.SectionReader) (*os.File, bool) {
 }
 
 // startWriteback asks the kernel to start writing f's pages to disk now
-// (sync_file_range, without waiting), so that the sync at the end of a
-// replay finds most of them written while the rebuild kept the CPUs
-// busy. Where the kernel refuses, the final sync does it all.
+// (sync_file_range, without waiting for the disk), so that the sync at
+// the end of a replay finds most of them written while the rebuild kept
+// the CPUs busy. Submitting the writes of a large copy can itself take a
+// while (the call blocks while the device's queue is full: 0.3 s for
+// 0.78 GB here), so it runs on a goroutine of its own with a duplicate
+// of the descriptor, which it closes when the kernel has taken the
+// request; the caller may close f at once. Where the kernel refuses, the
+// final sync does it all.
 func startWriteback(f *os.File) {
-	if rc, err := f.SyscallConn(); err == nil {
-		_ = rc.Control(func(fd uintptr) {
-			_ = unix.SyncFileRange(int(fd), 0, 0, unix.SYNC_FILE_RANGE_WRITE)
-		})
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
 	}
+	dup := -1
+	_ = rc.Control(func(fd uintptr) {
+		dup, _ = unix.Dup(int(fd))
+	})
+	if dup < 0 {
+		return
+	}
+	go func() {
+		_ = unix.SyncFileRange(dup, 0, 0, unix.SYNC_FILE_RANGE_WRITE)
+		_ = unix.Close(dup)
+	}()
 }
+
+// copyPart is the least a goroutine of kernelCopy copies (below it the
+// copy is not split), and copyThreads how many it runs at most; tests
+// change both.
+var (
+	copyPart    int64 = 64 << 20
+	copyThreads       = func() int { return min(runtime.GOMAXPROCS(0), 4) }
+)
 
 // kernelCopy copies up to n bytes at src offset roff to dst offset woff
 // with copy_file_range, neither file's offset moving, and returns how
-// many it copied. It stops at the first refusal, error or end of file,
-// whatever the cause (another file system, an old kernel, a short
-// file): the caller copies the rest through a buffer, as os.File does
-// when the kernel cannot, and that copy reports what is really wrong.
+// many it copied from the start. A large copy is split into parts copied
+// at once, one per CPU (at most 4): the kernel copies page by page on
+// the calling thread, and nothing else runs while a replay waits for its
+// copy (0.27–0.57 s instead of 0.67–0.86 s for 0.78 GB on 2 CPUs). A
+// part stops at the first refusal, error or end of file, whatever the
+// cause (another file system, an old kernel, a short file); the count
+// returned ends at the first part that stopped short, and the caller
+// copies the rest through a buffer, as os.File does when the kernel
+// cannot, and that copy reports what is really wrong.
 func kernelCopy(src *os.File, roff int64, dst *os.File, woff int64, n int64) int64 {
 	rc, err := src.SyscallConn()
 	if err != nil {
@@ -163,20 +193,50 @@ func kernelCopy(src *os.File, roff int64, dst *os.File, woff int64, n int64) int
 	if err != nil {
 		return 0
 	}
-	var copied int64
+	parts := int(min(int64(copyThreads()), max(n/copyPart, 1)))
+	size := (n/int64(parts) + 4095) &^ 4095
+	copied := make([]int64, parts)
 	_ = rc.Control(func(rfd uintptr) {
 		_ = wc.Control(func(wfd uintptr) {
-			for copied < n {
-				k, err := unix.CopyFileRange(int(rfd), &roff, int(wfd), &woff, int(min(n-copied, 1<<30)), 0)
-				if err == unix.EINTR {
+			var wg sync.WaitGroup
+			for k := range parts {
+				from := int64(k) * size
+				want := min(size, n-from)
+				if want <= 0 {
 					continue
 				}
-				if err != nil || k <= 0 {
-					return
-				}
-				copied += int64(k)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					copied[k] = copyRange(int(rfd), roff+from, int(wfd), woff+from, want)
+				}()
 			}
+			wg.Wait()
 		})
 	})
+	var total int64
+	for k, c := range copied {
+		total += c
+		if c < min(size, n-int64(k)*size) {
+			break
+		}
+	}
+	return total
+}
+
+// copyRange copies n bytes from rfd at roff to wfd at woff with
+// copy_file_range and returns how many it copied before it stopped.
+func copyRange(rfd int, roff int64, wfd int, woff int64, n int64) int64 {
+	var copied int64
+	for copied < n {
+		k, err := unix.CopyFileRange(rfd, &roff, wfd, &woff, int(min(n-copied, 1<<30)), 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || k <= 0 {
+			break
+		}
+		copied += int64(k)
+	}
 	return copied
 }

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -123,7 +124,11 @@ func BenchmarkReplay1M(b *testing.B) {
 	for k := 0; b.Loop(); k++ {
 		c := cpuTime()
 		out := filepath.Join(dir, fmt.Sprintf("out%d.db", k))
-		if err := Replay(context.Background(), src, out, time.Time{}, newViews(b).projs(), Options{}); err != nil {
+		var opts Options
+		if os.Getenv("JOCASTA_REPLAY_LOG") != "" { // the time of each step
+			opts.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+		}
+		if err := Replay(context.Background(), src, out, time.Time{}, newViews(b).projs(), opts); err != nil {
 			b.Fatal(err)
 		}
 		cpu += cpuTime() - c
@@ -179,6 +184,23 @@ func mallocCount() uint64 {
 // of building the log) to JOCASTA_REPLAY_CPUPROFILE, when set; it
 // returns the function that stops it.
 func profileRebuild(b *testing.B) func() {
+	if path := os.Getenv("JOCASTA_REPLAY_MEMPROFILE"); path != "" {
+		// The allocations of the rebuild alone: sampled from here, written
+		// at the end (go tool pprof -sample_index=alloc_objects).
+		prev := runtime.MemProfileRate
+		runtime.MemProfileRate = 4096
+		return func() {
+			f, err := os.Create(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+				b.Fatal(err)
+			}
+			runtime.MemProfileRate = prev
+		}
+	}
 	path := os.Getenv("JOCASTA_REPLAY_CPUPROFILE")
 	if path == "" {
 		return func() {}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"time"
 
@@ -34,6 +35,8 @@ func Replay(ctx context.Context, src *store.Store, dstPath string, until time.Ti
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("runner: replay into %s: %w", dstPath, err)
 	}
+	opts.setDefaults()
+	began := time.Now()
 	cloned := false
 	if until.IsZero() {
 		// The whole of an uncompacted log: copy the file in the kernel,
@@ -42,6 +45,9 @@ func Replay(ctx context.Context, src *store.Store, dstPath string, until time.Ti
 		// the first event.
 		if cloned, err = src.CloneUncompacted(dstPath); err != nil {
 			return fmt.Errorf("runner: replay: %w", err)
+		}
+		if cloned {
+			opts.Log.Info("replay: copied the database file", "took", time.Since(began).Round(time.Millisecond).String())
 		}
 	}
 	dst, err := store.Open(dstPath, store.Options{NoSync: true})
@@ -70,7 +76,7 @@ func Replay(ctx context.Context, src *store.Store, dstPath string, until time.Ti
 		if err := copyAndApply(ctx, src, dst, until, projs, opts); err != nil {
 			return err
 		}
-		return syncOutput(dst, dstPath)
+		return syncOutput(dst, dstPath, opts.Log)
 	default:
 		if _, err := src.CopyLog(dst, until); err != nil {
 			return fmt.Errorf("runner: replay: %w", err)
@@ -85,10 +91,12 @@ func Replay(ctx context.Context, src *store.Store, dstPath string, until time.Ti
 	if err != nil {
 		return err
 	}
+	rebuilt := time.Now()
 	if err := r.CatchUp(ctx); err != nil {
 		return err
 	}
-	return syncOutput(dst, dstPath)
+	opts.Log.Info("replay: rebuilt the projections", "through_seq", dst.Head(), "took", time.Since(rebuilt).Round(time.Millisecond).String())
+	return syncOutput(dst, dstPath, opts.Log)
 }
 
 // restoreBase starts a replay of a compacted log copied into dst from
@@ -120,10 +128,12 @@ func restoreBase(src, dst *store.Store, until time.Time, projs []Projection, opt
 
 // syncOutput makes the finished output durable (it was written without
 // fsync); the deferred cleanup closes it.
-func syncOutput(dst *store.Store, dstPath string) error {
+func syncOutput(dst *store.Store, dstPath string, log *slog.Logger) error {
+	began := time.Now()
 	if err := dst.DB().Sync(); err != nil {
 		return fmt.Errorf("runner: replay: sync %s: %w", dstPath, err)
 	}
+	log.Info("replay: synced the output", "took", time.Since(began).Round(time.Millisecond).String())
 	return nil
 }
 
