@@ -1,6 +1,9 @@
 package events
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
 // The payloads a replay is made of (sweep.completed, clock.ticked) are
 // decoded by hand-written parsers, several times faster than
@@ -60,7 +63,9 @@ func decodeClockTicked(b []byte, p *ClockTicked) bool {
 
 // decodeSweepCompleted parses a SweepCompleted payload.
 func decodeSweepCompleted(b []byte, p *SweepCompleted) bool {
-	d := jdec{JSONScanner: NewJSONScanner(b)}
+	t := hostStrings.Get().(*stringTable)
+	defer hostStrings.Put(t)
+	d := jdec{JSONScanner: NewJSONScanner(b), hosts: t}
 	var seen uint
 	ok := d.object(func(key []byte) bool {
 		switch string(key) {
@@ -124,15 +129,15 @@ func (d *jdec) sweepHost(h *SweepHost) bool {
 	return d.object(func(key []byte) bool {
 		switch string(key) {
 		case "ip":
-			return d.once(&seen, 0) && d.str(&h.IP)
+			return d.once(&seen, 0) && d.hostStr(&h.IP)
 		case "network":
-			return d.once(&seen, 1) && d.str(&h.Network)
+			return d.once(&seen, 1) && d.hostStr(&h.Network)
 		case "mac":
-			return d.once(&seen, 2) && d.str(&h.MAC)
+			return d.once(&seen, 2) && d.hostStr(&h.MAC)
 		case "rtt_us":
 			return d.once(&seen, 3) && setInt(d, &h.RTTMicros)
 		case "via":
-			return d.once(&seen, 4) && d.str(&h.Via)
+			return d.once(&seen, 4) && d.hostStr(&h.Via)
 		case "names":
 			return d.once(&seen, 5) && d.names(&h.Names)
 		case "services":
@@ -151,7 +156,7 @@ func (d *jdec) names(ns *Names) bool {
 	return d.object(func(key []byte) bool {
 		k := d.intern(key)
 		var v string
-		if !d.str(&v) {
+		if !d.hostStr(&v) {
 			return false
 		}
 		ns.Set(k, v)
@@ -174,9 +179,9 @@ func (d *jdec) service(s *Service) bool {
 	return d.object(func(key []byte) bool {
 		switch string(key) {
 		case "instance":
-			return d.once(&seen, 0) && d.str(&s.Instance)
+			return d.once(&seen, 0) && d.hostStr(&s.Instance)
 		case "type":
-			return d.once(&seen, 1) && d.str(&s.Type)
+			return d.once(&seen, 1) && d.hostStr(&s.Type)
 		case "port":
 			return d.once(&seen, 2) && setInt(d, &s.Port)
 		}
@@ -192,11 +197,11 @@ func (d *jdec) upnp(u **UPnP) bool {
 	return d.object(func(key []byte) bool {
 		switch string(key) {
 		case "friendly_name":
-			return d.once(&seen, 0) && d.str(&p.FriendlyName)
+			return d.once(&seen, 0) && d.hostStr(&p.FriendlyName)
 		case "manufacturer":
-			return d.once(&seen, 1) && d.str(&p.Manufacturer)
+			return d.once(&seen, 1) && d.hostStr(&p.Manufacturer)
 		case "model_name":
-			return d.once(&seen, 2) && d.str(&p.ModelName)
+			return d.once(&seen, 2) && d.hostStr(&p.ModelName)
 		}
 		return false
 	})
@@ -208,6 +213,51 @@ type jdec struct {
 	JSONScanner
 	recent [4]string // strings decoded lately, shared when repeated
 	slot   int
+	hosts  *stringTable // a host's strings, shared across payloads; nil: intern
+}
+
+// hostStr parses a string of a host (its address, MAC, names, services)
+// or of a sweep's networks and errors into *s, sharing it with the same string of an earlier payload: a
+// replay reads the same devices' strings in every sweep, and allocating
+// them again for each was a fifth of its allocations.
+func (d *jdec) hostStr(s *string) bool {
+	if d.hosts == nil {
+		return d.str(s)
+	}
+	b, ok := d.plainString()
+	if !ok {
+		return false
+	}
+	*s = d.hosts.get(b)
+	return true
+}
+
+// stringTable shares strings between payloads: a bounded map from a
+// string to its one copy, emptied when full. The tables are pooled (a
+// decoder takes one for a payload and puts it back), so that decoders
+// on different goroutines never share one.
+type stringTable struct{ m map[string]string }
+
+// maxTableStrings bounds a table (about a megabyte of strings); the
+// strings of a site's devices fit.
+const maxTableStrings = 1 << 14
+
+var hostStrings = sync.Pool{New: func() any { return &stringTable{m: make(map[string]string, 256)} }}
+
+// get returns b as a string, the table's copy when it has one.
+func (t *stringTable) get(b []byte) string {
+	if s, ok := t.m[string(b)]; ok { // no allocation: the compiler looks up in place
+		return s
+	}
+	if s, ok := constant(b); ok {
+		return s
+	}
+	if len(t.m) >= maxTableStrings {
+		clear(t.m)
+	}
+	s := string(b)
+	t.m[s] = s
+	return s
 }
 
 // once marks field bit of seen, failing on a repeated key (which
@@ -282,7 +332,7 @@ func (d *jdec) strings(ss *[]string) bool {
 	*ss = make([]string, 0, 1)
 	return d.array(func() bool {
 		var s string
-		if !d.str(&s) {
+		if !d.hostStr(&s) { // networks and errors repeat from sweep to sweep
 			return false
 		}
 		*ss = append(*ss, s)

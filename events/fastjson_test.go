@@ -3,9 +3,11 @@ package events
 import (
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // fastCases are payloads, canonical and not, that the fast parsers must
@@ -220,5 +222,29 @@ func TestSweepCompletedIsZero(t *testing.T) {
 		if v.isZero() {
 			t.Errorf("isZero ignores field %s", typ.Field(i).Name)
 		}
+	}
+}
+
+// A host's strings are shared between payloads through a bounded table:
+// the same bytes give the one copy, constants stay constants, and a full
+// table starts over rather than growing.
+func TestStringTable(t *testing.T) {
+	tab := &stringTable{m: map[string]string{}}
+	a := tab.get([]byte("10.0.0.9"))
+	b := tab.get([]byte("10.0.0.9"))
+	if a != "10.0.0.9" || unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Fatalf("get twice = %q at %p and %q at %p; want one copy", a, unsafe.StringData(a), b, unsafe.StringData(b))
+	}
+	if s := tab.get([]byte("icmp")); unsafe.StringData(s) != unsafe.StringData("icmp") || len(tab.m) != 1 {
+		t.Errorf("a constant was copied into the table (%d strings)", len(tab.m))
+	}
+	for i := range maxTableStrings + 10 {
+		tab.get([]byte(strconv.Itoa(i)))
+	}
+	if len(tab.m) > maxTableStrings {
+		t.Errorf("the table holds %d strings, over its bound %d", len(tab.m), maxTableStrings)
+	}
+	if c := tab.get([]byte("10.0.0.9")); c != "10.0.0.9" {
+		t.Errorf("after starting over get = %q", c)
 	}
 }
