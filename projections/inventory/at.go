@@ -730,6 +730,7 @@ func (i *Inventory) DeviceAt(ctx context.Context, id string, t time.Time) (histo
 // then id.
 func (i *Inventory) DevicesAt(ctx context.Context, t time.Time) ([]history.Device, error) {
 	var out []history.Device
+	i.readAhead(ctx, []time.Time{t})
 	err := i.viewHistory(ctx, []time.Time{t}, func(r *histReader) error {
 		lists, err := r.all(ctx, t)
 		if err != nil {
@@ -801,6 +802,7 @@ func (i *Inventory) StatsAt(ctx context.Context, t time.Time) (history.Stats, er
 func (i *Inventory) Diff(ctx context.Context, from, to time.Time) (history.Diff, error) {
 	out := history.Diff{From: from.UTC(), To: to.UTC(), Added: []history.Device{}, Removed: []history.Device{}, Changed: []history.Changed{}}
 	var a, b []history.Device
+	i.readAhead(ctx, []time.Time{from, to})
 	err := i.viewHistory(ctx, []time.Time{from, to}, func(r *histReader) error {
 		lists, err := r.all(ctx, from, to)
 		if err != nil {

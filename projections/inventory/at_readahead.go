@@ -1,0 +1,100 @@
+package inventory
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// readAheadParts is how many goroutines read ahead the history rows of a
+// list at an instant.
+const readAheadParts = 8
+
+// idAlphabet is the alphabet of a device id after its "d", in byte order
+// (deviceID: lower-case base32).
+const idAlphabet = "234567abcdefghijklmnopqrstuvwxyz"
+
+// readAhead reads the pages a list of every device at ts will read (each
+// device's row at each instant), from readAheadParts goroutines at once,
+// each with its own read transaction over its share of the device ids,
+// and keeps nothing; it returns how many devices it read (for tests). The list itself then walks the rows one device
+// after the other in one transaction: from a cold page cache (after a
+// start, or after other files pushed the database out) that was about
+// 2,000 random page reads waited for one by one, 4.4 s for 1,000 devices
+// on the development VM's disk; read ahead, the disk serves
+// readAheadParts of them at a time. A row it misses (the ids of another
+// kind, rows written meanwhile) is simply read by the list. ctx stops it.
+func (i *Inventory) readAhead(ctx context.Context, ts []time.Time) int {
+	i.mu.RLock()
+	db := i.db
+	i.mu.RUnlock()
+	if db == nil || ctx.Err() != nil {
+		return 0
+	}
+	var devices atomic.Int64
+	var wg sync.WaitGroup
+	for k := range readAheadParts {
+		var lo, hi []byte
+		if k > 0 {
+			lo = []byte{'d', idAlphabet[k*len(idAlphabet)/readAheadParts]}
+		}
+		if k < readAheadParts-1 {
+			hi = []byte{'d', idAlphabet[(k+1)*len(idAlphabet)/readAheadParts]}
+		}
+		wg.Go(func() {
+			_ = db.View(func(tx *bolt.Tx) error {
+				b := tx.Bucket([]byte(bucketHistory))
+				if b == nil {
+					return nil
+				}
+				r := &histReader{b: b, c: b.Cursor()}
+				devices.Add(int64(r.touchRange(ctx, lo, hi, ts)))
+				return nil
+			})
+		})
+	}
+	wg.Wait()
+	return int(devices.Load())
+}
+
+// readAheadSink keeps the bytes touchRange reads from being optimised
+// away.
+var readAheadSink atomic.Uint32
+
+// touchRange reads the row of every device with an id in [lo, hi) (nil:
+// unbounded) at each instant of ts, as all does, touching the first and
+// last byte of each, and returns how many devices it visited.
+func (r *histReader) touchRange(ctx context.Context, lo, hi []byte, ts []time.Time) int {
+	var k []byte
+	if lo == nil {
+		k, _ = r.c.First()
+	} else {
+		k, _ = r.c.Seek(lo)
+	}
+	var id, next []byte
+	var sum byte
+	n := 0
+	for ; k != nil && (hi == nil || bytes.Compare(k, hi) < 0); n++ {
+		if n%64 == 63 && ctx.Err() != nil {
+			break
+		}
+		kid, _, ok := splitHistKey(k)
+		if !ok {
+			break
+		}
+		id = append(id[:0], kid...)
+		for _, t := range ts {
+			if v, err := r.at(id, t); err == nil && len(v) > 0 {
+				sum ^= v[0] ^ v[len(v)-1]
+			}
+		}
+		next = append(append(next[:0], id...), 1)
+		k, _ = r.c.Seek(next)
+	}
+	readAheadSink.Add(uint32(sum))
+	return n
+}

@@ -1,0 +1,61 @@
+package inventory
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The read-ahead of a list visits every device of the history rows once,
+// whatever part of the id space it falls in (ids of another form
+// included), and stops when its context ends.
+func TestReadAheadVisitsEveryDevice(t *testing.T) {
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "h.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	ids := []string{"a-before-every-part", "d", "d2", "dzzzz", "e-after-every-part"}
+	for k := range 500 {
+		ids = append(ids, deviceID(fmt.Sprint("key ", k), 0))
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucket([]byte(bucketHistory))
+		if err != nil {
+			return err
+		}
+		for n, id := range ids {
+			for r := range 3 { // rows before, at and after the instants read
+				if err := b.Put(histKey(id, t0.Add(time.Duration(r)*time.Hour), uint64(n*3+r)), []byte(`{"id":"`+id+`"}`)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := &Inventory{db: db}
+	for _, ts := range [][]time.Time{
+		{t0.Add(90 * time.Minute)},
+		{t0.Add(-time.Hour), t0.Add(5 * time.Hour)},
+	} {
+		if got := inv.readAhead(context.Background(), ts); got != len(ids) {
+			t.Errorf("readAhead(%v) visited %d devices, want %d", ts, got, len(ids))
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if got := inv.readAhead(ctx, []time.Time{t0}); got >= len(ids) {
+		t.Errorf("readAhead with an ended context visited %d devices, want fewer than %d", got, len(ids))
+	}
+	if got := (&Inventory{}).readAhead(context.Background(), []time.Time{t0}); got != 0 {
+		t.Errorf("readAhead of an inventory not loaded visited %d", got)
+	}
+}
