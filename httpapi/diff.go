@@ -1,13 +1,14 @@
 package httpapi
 
 import (
-	"cmp"
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -89,7 +90,7 @@ func atParam(q *query, name string, now time.Time) time.Time {
 const FutureSkew = time.Minute
 
 // devicesAtPage is GET /api/devices?at=: one page of the devices as they
-// were at At, by name.
+// were at At, in the order of sort.
 type devicesAtPage struct {
 	At         time.Time        `json:"at"`
 	Items      []history.Device `json:"items"`
@@ -101,8 +102,62 @@ var devicesAtParams = map[string]bool{
 	"watched": false, "ignored": false, "sort": false, "limit": false, "cursor": false,
 }
 
-// listDevicesAt answers GET /api/devices?at=T. The cursor is the base64url
-// of "h", the lower-case name and the id of the last device of the page.
+// Sort orders of the device list at an instant: the live list's
+// (deviceSorts) but last_seen, which the history rows do not keep.
+var deviceAtSorts = []string{"name", "-name", "ip", "-ip", "first_seen", "-first_seen"}
+
+// atSort reads sort of GET /api/devices?at= (default name) as a
+// history.Order; the spec returned ("-ip"...) is what cursors carry.
+func atSort(q *query) (history.Order, string) {
+	v, _ := q.raw("sort")
+	if field := strings.TrimPrefix(v, "-"); field == "last_seen" {
+		q.fail("sort", fmt.Sprintf("%q is not allowed with at: last_seen is not kept for past instants; use one of %s, or leave at out for the live list",
+			v, strings.Join(deviceAtSorts, ", ")))
+		return history.Order{}, ""
+	}
+	spec := q.oneOf("sort", deviceAtSorts...)
+	if spec == "" {
+		spec = "name"
+	}
+	field, desc := strings.CutPrefix(spec, "-")
+	return history.Order{Field: field, Desc: desc}, spec
+}
+
+// atCursor reads the cursor of GET /api/devices?at=: the base64url of
+// "h", the sort spec, NUL, the order's key of the last device of the page
+// (history.Order.Key), NUL and its id. It returns the test of whether a
+// device comes after it, nil without a cursor.
+func atCursor(q *query, order history.Order, spec string) func(d *history.Device) bool {
+	raw := q.cursor()
+	if raw == "" || spec == "" {
+		return nil
+	}
+	bad := func() func(d *history.Device) bool {
+		q.fail("cursor", "not a cursor this endpoint gave for this sort: pass next_cursor unchanged with the same sort, or start again without it")
+		return nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(raw)
+	if err != nil || !bytes.HasPrefix(b, []byte("h")) {
+		return bad()
+	}
+	gotSpec, rest, ok := strings.Cut(string(b[1:]), "\x00")
+	k := strings.LastIndexByte(rest, 0)
+	if !ok || gotSpec != spec || k < 0 || k == len(rest)-1 {
+		return bad()
+	}
+	after, err := order.After(rest[:k], rest[k+1:])
+	if err != nil {
+		return bad()
+	}
+	return after
+}
+
+func encodeAtCursor(order history.Order, spec string, d *history.Device) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("h" + spec + "\x00" + order.Key(d) + "\x00" + d.ID))
+}
+
+// listDevicesAt answers GET /api/devices?at=T: the live list's filters
+// and sorts (but last_seen), over the devices as they were at T.
 func (s *server) listDevicesAt(w http.ResponseWriter, r *http.Request) error {
 	q, err := parseQuery(r, devicesAtParams)
 	if err != nil {
@@ -110,23 +165,10 @@ func (s *server) listDevicesAt(w http.ResponseWriter, r *http.Request) error {
 	}
 	at := atParam(q, "at", s.now())
 	limit := q.limit()
-	// The list's filters, as for the live list; the order is the name's
-	// (last_seen is not kept at an instant, and one order keeps the
-	// cursor simple).
 	sel := deviceSelection(q)
 	f := history.Filter{Q: sel.Q, Group: sel.Group, Presence: sel.Presence, Network: sel.Network, Watched: sel.Watched, Ignored: sel.Ignored}
-	if sort := q.text("sort", false); sort != "" && sort != "name" {
-		q.fail("sort", "the devices at an instant are listed by name only: leave sort out or give name")
-	}
-	var afterName, afterID string
-	if raw := q.cursor(); raw != "" {
-		b, err := base64.RawURLEncoding.DecodeString(raw)
-		name, id, ok := strings.Cut(string(b), "\x00")
-		if err != nil || !strings.HasPrefix(name, "h") || !ok || id == "" {
-			q.fail("cursor", "not a cursor this endpoint gave: start again without it")
-		}
-		afterName, afterID = strings.TrimPrefix(name, "h"), id
-	}
+	order, spec := atSort(q)
+	after := atCursor(q, order, spec)
 	if err := q.err(); err != nil {
 		return err
 	}
@@ -138,22 +180,20 @@ func (s *server) listDevicesAt(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return historyError(err, "listing devices at an instant")
 	}
-	page := devicesAtPage{At: at, Items: []history.Device{}}
-	for _, d := range all {
-		if !f.Match(&d) {
-			continue
+	ds := make([]*history.Device, 0, len(all))
+	for k := range all {
+		if d := &all[k]; f.Match(d) && (after == nil || after(d)) {
+			ds = append(ds, d)
 		}
-		key := strings.ToLower(d.Name)
-		if afterID != "" && cmp.Or(cmp.Compare(key, afterName), cmp.Compare(d.ID, afterID)) <= 0 {
-			continue
-		}
-		if len(page.Items) == limit {
-			last := page.Items[len(page.Items)-1]
-			c := base64.RawURLEncoding.EncodeToString([]byte("h" + strings.ToLower(last.Name) + "\x00" + last.ID))
-			page.NextCursor = &c
-			break
-		}
-		page.Items = append(page.Items, d)
+	}
+	slices.SortFunc(ds, order.Compare)
+	page := devicesAtPage{At: at, Items: make([]history.Device, 0, min(limit, len(ds)))}
+	for _, d := range ds[:min(limit, len(ds))] {
+		page.Items = append(page.Items, *d)
+	}
+	if len(ds) > limit {
+		c := encodeAtCursor(order, spec, ds[limit-1])
+		page.NextCursor = &c
 	}
 	return writeJSON(w, r, http.StatusOK, page)
 }

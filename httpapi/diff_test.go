@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/url"
 	"slices"
 	"strings"
@@ -180,11 +181,10 @@ func TestHistoryAt(t *testing.T) {
 		{"list at with q on a name by source", "/api/devices?at=" + q("2026-03-02T12:00:00Z") + "&q=NAS.LAN", 200, "", atNames("nas")},
 		{"list at with watched and presence", "/api/devices?at=" + q("2026-03-02T12:00:00Z") + "&watched=true&presence=online&q=nas", 200, "", atNames("nas")},
 		{"list at with q matching nothing", "/api/devices?at=" + q("2026-03-02T12:00:00Z") + "&q=no-such-device", 200, "", atNames()},
-		{"list at sorted otherwise", "/api/devices?at=" + q("2026-03-02T12:00:00Z") + "&sort=ip", 400, "invalid-query", func(t *testing.T, body []byte) {
-			if !strings.Contains(string(body), "by name only") {
-				t.Fatalf("body %s", body)
-			}
-		}},
+		{"list at by ip", "/api/devices?at=" + q("2026-03-02T12:00:00Z") + "&sort=ip", 200, "", atNames("phone", "switch", "nas")},
+		{"list at by last_seen", "/api/devices?at=" + q("2026-03-02T12:00:00Z") + "&sort=last_seen", 400, "invalid-query", wantSortNotKept("last_seen")},
+		{"list at by -last_seen", "/api/devices?at=" + q("2026-03-02T12:00:00Z") + "&sort=-last_seen", 400, "invalid-query", wantSortNotKept("-last_seen")},
+		{"list at by an unknown sort", "/api/devices?at=" + q("2026-03-02T12:00:00Z") + "&sort=vendor", 400, "invalid-query", nil},
 		{"list at with a bad presence", "/api/devices?at=" + q("2026-03-02T12:00:00Z") + "&presence=gone", 400, "invalid-query", nil},
 		{"list at with a bad cursor", "/api/devices?at=" + q("2026-03-02T12:00:00Z") + "&cursor=zz", 400, "invalid-query", nil},
 		{"device", "/api/devices/dev-nas?at=" + q("2026-03-02T12:00:00Z"), 200, "", func(t *testing.T, body []byte) {
@@ -234,6 +234,119 @@ func TestHistoryAt(t *testing.T) {
 			}
 		})
 	}
+}
+
+// wantSortNotKept checks the 400 of sort=last_seen with at=: one error,
+// on the sort parameter, saying last_seen is not kept for past instants.
+func wantSortNotKept(sort string) func(t *testing.T, body []byte) {
+	return func(t *testing.T, body []byte) {
+		t.Helper()
+		var p problemDoc
+		if err := json.Unmarshal(body, &p); err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Errors) != 1 || p.Errors[0].Parameter != "sort" || p.Errors[0].Pointer != nil ||
+			!strings.Contains(p.Errors[0].Detail, "last_seen is not kept for past instants") || !strings.Contains(p.Errors[0].Detail, `"`+sort+`"`) {
+			t.Fatalf("errors %s", body)
+		}
+		if want := `query parameter "sort": ` + p.Errors[0].Detail; p.Detail != want || p.Title != "Query parameter is not valid" || p.Status != 400 {
+			t.Fatalf("problem %s", body)
+		}
+	}
+}
+
+// TestHistoryAtSort: the list at an instant takes the live list's sorts
+// but last_seen, with its semantics (names case-insensitive, the current
+// address numerically with IPv4 before IPv6 and none first, ties by id,
+// descending the exact reverse), one page or many.
+func TestHistoryAtSort(t *testing.T) {
+	e := newEnv(t, httpapi.Config{})
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	e.inv.mu.Lock()
+	for _, d := range []projections.Device{
+		// Named like nas but for the case: after it by id.
+		{ID: "dev-nas2", Name: "NAS", Presence: projections.PresenceOnline, FirstSeen: t0.Add(-48 * time.Hour),
+			Addresses: []projections.Address{{IP: "192.168.1.9", Network: "192.168.1.0/24", FirstSeen: t0}}},
+		// IPv6 only: after every IPv4 address.
+		{ID: "dev-alpha", Name: "Alpha", Presence: projections.PresenceOnline, FirstSeen: t0.Add(time.Hour),
+			Addresses: []projections.Address{{IP: "fd00::1", Network: "fd00::/64", FirstSeen: t0}}},
+		// Dual stack: the address first seen last is its current one
+		// (last_seen is not kept); the retired one never counts.
+		{ID: "dev-printer", Name: "printer", Presence: projections.PresenceOnline, FirstSeen: t0.Add(-time.Hour),
+			Addresses: []projections.Address{
+				{IP: "10.0.0.1", Network: "10.0.0.0/24", FirstSeen: t0.Add(-time.Hour), RetiredAt: ptr(t0)},
+				{IP: "192.168.1.100", Network: "192.168.1.0/24", FirstSeen: t0.Add(-time.Hour)},
+				{IP: "fd00::2", Network: "fd00::/64", FirstSeen: t0},
+			}},
+	} {
+		e.inv.devices[d.ID] = d
+	}
+	e.inv.mu.Unlock()
+	at := url.QueryEscape("2026-03-02T12:00:00Z")
+	// The fixture's nas, phone and switch are first seen at t0; the
+	// switch's only address is retired, so still its current one.
+	for _, tc := range []struct {
+		sort string
+		want []string
+	}{
+		{"", []string{"Alpha", "nas", "NAS", "phone", "printer", "switch"}},
+		{"name", []string{"Alpha", "nas", "NAS", "phone", "printer", "switch"}},
+		{"-name", []string{"switch", "printer", "phone", "NAS", "nas", "Alpha"}},
+		{"ip", []string{"phone", "switch", "NAS", "nas", "Alpha", "printer"}},
+		{"-ip", []string{"printer", "Alpha", "nas", "NAS", "switch", "phone"}},
+		{"first_seen", []string{"NAS", "printer", "nas", "phone", "switch", "Alpha"}},
+		{"-first_seen", []string{"Alpha", "switch", "phone", "nas", "printer", "NAS"}},
+	} {
+		t.Run("sort="+tc.sort, func(t *testing.T) {
+			base := "/api/devices?at=" + at
+			if tc.sort != "" {
+				base += "&sort=" + tc.sort
+			}
+			resp, body := e.do("GET", base, "", bearer(tokRead))
+			wantStatus(t, resp, body, 200)
+			atNames(tc.want...)(t, body)
+			for _, limit := range []string{"1", "4"} {
+				var names []string
+				target := base + "&limit=" + limit
+				for range 10 {
+					resp, body := e.do("GET", target, "", bearer(tokRead))
+					wantStatus(t, resp, body, 200)
+					p := decode[struct {
+						At         time.Time        `json:"at"`
+						Items      []history.Device `json:"items"`
+						NextCursor *string          `json:"next_cursor"`
+					}](t, body)
+					for _, d := range p.Items {
+						names = append(names, d.Name)
+					}
+					if p.NextCursor == nil {
+						break
+					}
+					target = base + "&limit=" + limit + "&cursor=" + url.QueryEscape(*p.NextCursor)
+				}
+				if !slices.Equal(names, tc.want) {
+					t.Fatalf("pages of %s gave %q, want %q", limit, names, tc.want)
+				}
+			}
+		})
+	}
+	t.Run("a cursor of another sort", func(t *testing.T) {
+		resp, body := e.do("GET", "/api/devices?limit=1&sort=ip&at="+at, "", bearer(tokRead))
+		wantStatus(t, resp, body, 200)
+		p := decode[struct {
+			At         time.Time        `json:"at"`
+			Items      []history.Device `json:"items"`
+			NextCursor *string          `json:"next_cursor"`
+		}](t, body)
+		if p.NextCursor == nil {
+			t.Fatalf("no cursor: %s", body)
+		}
+		resp, body = e.do("GET", "/api/devices?limit=1&sort=-ip&at="+at+"&cursor="+url.QueryEscape(*p.NextCursor), "", bearer(tokRead))
+		p2 := wantProblem(t, resp, body, 400, "invalid-query")
+		if len(p2.Errors) != 1 || p2.Errors[0].Parameter != "cursor" {
+			t.Fatalf("problem %s", body)
+		}
+	})
 }
 
 // Paging of the list at an instant: by name, limit and the cursor given.

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -160,7 +161,9 @@ func TestMergeEndpoints(t *testing.T) {
 		{"no device member", post("/api/devices/"+a+"/merge", `{"devices":"x"}`), 400, "invalid-body", `"/devices"`, 0},
 		{"device not a string", post("/api/devices/"+a+"/merge", `{"device":7}`), 400, "invalid-body", "non-empty string", 0},
 		{"unknown target", post("/api/devices/dnosuch/merge", body(a)), 404, "device-not-found", "dnosuch", 0},
-		{"unknown other", post("/api/devices/"+a+"/merge", body("dnosuch")), 409, "merge-refused", `dnosuch`, 0},
+		{"unknown other", post("/api/devices/"+a+"/merge", body("dnosuch")), 400, "invalid-body", `"errors":[{"pointer":"/device","detail":"no device has id \"dnosuch\"`, 0},
+		{"unknown target and other", post("/api/devices/dnosuch/merge", body("dnosuch2")), 404, "device-not-found", "dnosuch", 0},
+		{"unmerge unknown other", post("/api/devices/"+a+"/unmerge", body("dnosuch")), 400, "invalid-body", `"errors":[{"pointer":"/device","detail":"no device has id \"dnosuch\"`, 0},
 		{"unmerge not merged", post("/api/devices/"+a+"/unmerge", body(b)), 409, "merge-refused", "not merged", 0},
 		{"merge", post("/api/devices/"+a+"/merge", body(b)), 200, "", `"10.0.0.22"`, 1},
 		{"merge again changes nothing", post("/api/devices/"+a+"/merge", body(b)), 200, "", `"id":"` + a + `"`, 0},
@@ -184,6 +187,7 @@ func TestMergeEndpoints(t *testing.T) {
 		{"the target's timeline shows the merged device's history", get("/api/devices/" + a + "/timeline?since=2026-11-22T00:00:00Z&until=2026-11-23T00:00:00Z"), 200, "", "10.0.0.22", 0},
 		{"into a merged device", post("/api/devices/"+b+"/merge", body(n1)), 404, "device-merged", `"merged_into":"` + a + `"`, 0},
 		{"a device merged elsewhere", post("/api/devices/"+n1+"/merge", body(b)), 409, "merge-refused", "unmerge it", 0},
+		{"unmerge a device merged elsewhere", post("/api/devices/"+n1+"/unmerge", body(b)), 409, "merge-refused", "not into", 0},
 		{"merge the NICs", post("/api/devices/"+n1+"/merge", body(n2)), 200, "", `"10.0.0.24"`, 1},
 		{"a target brings its group", post("/api/devices/"+a+"/merge", body(n1)), 200, "", `"10.0.0.24"`, 1},
 		{"unmerge a device of the group", post("/api/devices/"+a+"/unmerge", body(n2)), 200, "", `"10.0.0.23"`, 1},
@@ -277,5 +281,36 @@ func TestMergeWrites(t *testing.T) {
 				t.Errorf("actor %q", e.cmd.actor)
 			}
 		})
+	}
+}
+
+// TestHistoryAtSortMatchesLive: over the real inventory, the list at an
+// instant after the last change is in the live list's order, for every
+// sort the list at an instant takes.
+func TestHistoryAtSortMatchesLive(t *testing.T) {
+	e, _, _ := mergeEnv(t)
+	ids := func(target string) []string {
+		t.Helper()
+		resp, out := e.do("GET", target, "", bearer(tokRead))
+		wantStatus(t, resp, out, 200)
+		var p struct {
+			Items []struct {
+				ID string `json:"id"`
+			} `json:"items"`
+		}
+		if err := json.Unmarshal(out, &p); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, d := range p.Items {
+			got = append(got, d.ID)
+		}
+		return got
+	}
+	for _, sort := range []string{"name", "-name", "ip", "-ip", "first_seen", "-first_seen"} {
+		live, past := ids("/api/devices?sort="+sort), ids("/api/devices?at=2026-11-22T10:00:01Z&sort="+sort)
+		if len(live) != 4 || !slices.Equal(live, past) {
+			t.Errorf("sort=%s: live %v, at an instant %v", sort, live, past)
+		}
 	}
 }
