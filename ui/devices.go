@@ -314,6 +314,8 @@ type deviceView struct {
 	// form.
 	Members []memberRow
 	Merge   mergeForm
+	// Timeline is a page of the device's timeline.
+	Timeline timelineView
 }
 
 // PageTitle is the device's label, as the list shows it, with its name;
@@ -342,11 +344,15 @@ type editForm struct {
 }
 
 func (s *Server) devicePage(w http.ResponseWriter, r *http.Request) error {
-	q, err := newQuery(r, "saved", "merged", "separated")
+	q, err := newQuery(r, append([]string{"saved", "merged", "separated"}, timelineParams...)...)
 	if err != nil {
 		return err
 	}
-	v, err := s.deviceView(r, r.PathValue("id"))
+	tq, err := s.timelineQueryOf(q)
+	if err != nil {
+		return err
+	}
+	v, err := s.deviceView(r, r.PathValue("id"), tq)
 	if into := mergedInto(err); into != "" {
 		s.render(w, r, http.StatusOK, "merged", mergedView{ID: r.PathValue("id"), Into: into})
 		return nil
@@ -367,7 +373,9 @@ func (s *Server) devicePage(w http.ResponseWriter, r *http.Request) error {
 // timelineSpan is how far back the presence strip reaches.
 const timelineSpan = 7 * 24 * time.Hour
 
-func (s *Server) deviceView(r *http.Request, id string) (deviceView, error) {
+// deviceView reads the device page; tq selects its Timeline's page (the
+// zero value: the newest of the last 7 days).
+func (s *Server) deviceView(r *http.Request, id string, tq timelineQuery) (deviceView, error) {
 	ctx := r.Context()
 	d, err := s.inv.Device(ctx, id)
 	if err != nil {
@@ -433,6 +441,9 @@ func (s *Server) deviceView(r *http.Request, id string) (deviceView, error) {
 	if changes.NextCursor != nil {
 		v.MoreURL = "/changes?device=" + url.QueryEscape(id)
 	}
+	if v.Timeline, err = s.deviceTimeline(ctx, id, tq); err != nil {
+		return deviceView{}, err
+	}
 	return v, nil
 }
 
@@ -466,7 +477,7 @@ func (s *Server) deviceEdit(w http.ResponseWriter, r *http.Request) error {
 		if !isUserError(err) {
 			return err
 		}
-		v, verr := s.deviceView(r, id)
+		v, verr := s.deviceView(r, id, timelineQuery{})
 		if verr != nil {
 			return verr
 		}

@@ -5,14 +5,18 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/jocasta/jocasta/projections"
 	"github.com/jocasta/jocasta/projections/dns"
 )
 
 // DNS is the DNS lookups read model (projections/dns), the same the
-// API's /api/devices/{id}/dns reads. TopLookups returns
-// projections.ErrNotFound for an unknown device.
+// API's /api/devices/{id}/dns and /timeline read. TopLookups and
+// DeviceHours return projections.ErrNotFound for an unknown device.
 type DNS interface {
 	TopLookups(ctx context.Context, device string, since, until time.Time, limit int) (dns.Top, error)
+	// DeviceHours is the device's lookups summed per hour, newest hour
+	// first (the Timeline's DNS entries).
+	DeviceHours(ctx context.Context, id string, f dns.HourFilter) (projections.Page[dns.HourTotal], error)
 }
 
 // Limits of the DNS page and the device page's DNS section.

@@ -59,6 +59,21 @@
 // wrote rowsMarker: the page allocates little besides what the inventory
 // returns (docs/performance.md, The web interface).
 //
+// # Timeline
+//
+// The device page's Timeline section lists what GET
+// /api/devices/{id}/timeline lists, read by the same function
+// (projections/timeline.Read) from the Inventory's change log and, when
+// set, Deps.Traffic's hours and Deps.DNS's (DNS.DeviceHours): newest
+// first, 50 a page, paged as the Change log is (a cursor parameter, «
+// Newest and Older » links that keep the range and jump to the section),
+// with since and until read as the Change log reads them (dates in
+// Config.Location; the last 7 days up to now when neither is given, at
+// most 400 days). An hour of traffic is shown as "↓ 2.0 MB ↑ 40.0 MB, 4
+// flows", an hour of lookups as "52 lookups, 40 blocked: a.example,
+// b.example". The presence strip above stays its own drawing of the
+// last 7 days, and the Change log below its last 50 changes of any age.
+//
 // # Sessions
 //
 // Sign-in checks the password with access.CheckPassword (argon2id, the

@@ -139,7 +139,7 @@ func (s *Server) merging(w http.ResponseWriter, r *http.Request, unmerge bool) e
 		if !isUserError(err) {
 			return err
 		}
-		v, verr := s.deviceView(r, id)
+		v, verr := s.deviceView(r, id, timelineQuery{})
 		if verr != nil {
 			return verr
 		}

@@ -1,11 +1,16 @@
 package ui
 
 import (
+	"context"
+	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jocasta/jocasta/projections"
+	"github.com/jocasta/jocasta/projections/timeline"
+	"github.com/jocasta/jocasta/projections/traffic"
 )
 
 // strip is the presence timeline drawn as an SVG strip (1000 units wide)
@@ -115,3 +120,138 @@ func buildStrip(entries []projections.ChangeEntry, d projections.Device, from, t
 }
 
 func fmtUnits(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) }
+
+// timelineView is the device page's Timeline section: the device's
+// changes and, where recorded, its hourly traffic and DNS totals, newest
+// first (package projections/timeline, as GET /api/devices/{id}/timeline
+// lists them), paged like the Change log.
+type timelineView struct {
+	Rows []timelineRow
+	// From and To are the range shown; Last7 is true when neither since
+	// nor until was given (the last 7 days, up to now).
+	From, To time.Time
+	Last7    bool
+	// Since and Until are the form's values as given.
+	Since, Until      string
+	NextURL, FirstURL string
+	ClearURL          string
+}
+
+// timelineRow is one entry as shown.
+type timelineRow struct {
+	Time    time.Time
+	Kind    string
+	Summary string
+	By      string
+	// Class is "traffic", "dns" or "change".
+	Class string
+}
+
+// timelineQuery is what the device page's query asks of its Timeline.
+type timelineQuery struct {
+	since, until *time.Time
+	cursor       string
+	limit        int
+	// params are since, until and limit as given, for the page links.
+	params url.Values
+}
+
+// timelineParams are the device page's query parameters of its Timeline.
+var timelineParams = []string{"since", "until", "cursor", "limit"}
+
+// deviceTimelineLimit is how many entries a Timeline page shows.
+const deviceTimelineLimit = 50
+
+// timelineQueryOf reads the Timeline's parameters: since and until as
+// the Change log reads them (a bare date as until is that whole day),
+// cursor a page link's.
+func (s *Server) timelineQueryOf(q query) (timelineQuery, error) {
+	tq := timelineQuery{cursor: q.str("cursor"), params: url.Values{}}
+	var err error
+	if tq.since, err = q.time("since", s.cfg.Location, false); err != nil {
+		return tq, err
+	}
+	if tq.until, err = q.time("until", s.cfg.Location, true); err != nil {
+		return tq, err
+	}
+	if tq.limit, err = q.limit(deviceTimelineLimit); err != nil {
+		return tq, err
+	}
+	if timeline.CheckCursor(tq.cursor) != nil {
+		return tq, errBadRequest("The Timeline's cursor is not one this page gave: start again from the newest entries.")
+	}
+	for _, k := range []string{"since", "until", "limit"} {
+		if v := q.str(k); v != "" {
+			tq.params.Set(k, v)
+		}
+	}
+	return tq, nil
+}
+
+// deviceTimeline reads a page of the device's Timeline.
+func (s *Server) deviceTimeline(ctx context.Context, id string, tq timelineQuery) (timelineView, error) {
+	v := timelineView{To: s.now().UTC(), Last7: tq.since == nil && tq.until == nil,
+		Since: tq.params.Get("since"), Until: tq.params.Get("until")}
+	if tq.until != nil {
+		v.To = tq.until.UTC()
+	}
+	v.From = v.To.Add(-timeline.DefaultRange)
+	if tq.since != nil {
+		v.From = tq.since.UTC()
+	}
+	if !v.From.Before(v.To) {
+		return v, errBadRequest("The Timeline's since must be before its until (and before now when until is empty).")
+	}
+	if v.To.Sub(v.From) > timeline.MaxRange {
+		return v, errBadRequest("The Timeline's range is longer than 400 days: narrow since and until.")
+	}
+	limit := tq.limit
+	if limit <= 0 {
+		limit = deviceTimelineLimit
+	}
+	src := timeline.Sources{Changes: s.inv, Traffic: s.flows, DNS: s.dns} // nil stays nil
+	page, err := timeline.Read(ctx, id, src, timeline.Query{Since: v.From, Until: v.To, Limit: limit, Cursor: tq.cursor})
+	if err != nil {
+		return v, err
+	}
+	for _, it := range page.Items {
+		v.Rows = append(v.Rows, timelineRowOf(it))
+	}
+	path := "/devices/" + url.PathEscape(id)
+	v.NextURL, v.FirstURL = pageLinks(path, tq.params, page.NextCursor, tq.cursor)
+	for _, u := range []*string{&v.NextURL, &v.FirstURL} {
+		if *u != "" {
+			*u += "#h-timeline"
+		}
+	}
+	v.ClearURL = path + "#h-timeline"
+	return v, nil
+}
+
+// timelineRowOf says an entry as the page shows it: an hour of traffic
+// as "↓ 1.2 MB ↑ 300.0 kB, 40 flows", an hour of lookups as "312
+// lookups, 3 blocked: a.example, b.example".
+func timelineRowOf(it timeline.Item) timelineRow {
+	row := timelineRow{Time: it.Time, Kind: it.Kind, Summary: it.Summary, By: it.Source, Class: "change"}
+	if it.Actor != "" && it.Actor != it.Source {
+		row.By += " (" + it.Actor + ")"
+	}
+	switch d := it.Data.(type) {
+	case traffic.Totals:
+		row.Class = "traffic"
+		row.Summary = "↓ " + fmtBytes(d.BytesIn) + " ↑ " + fmtBytes(d.BytesOut) + ", " + plural(int(d.FlowsIn+d.FlowsOut), "flow", "flows")
+	case timeline.DNSHour:
+		row.Class = "dns"
+		row.Summary = plural(int(d.Lookups), "lookup", "lookups")
+		if d.Blocked > 0 {
+			row.Summary += ", " + strconv.FormatUint(d.Blocked, 10) + " blocked"
+		}
+		if len(d.Domains) > 0 {
+			row.Summary += ": " + strings.Join(d.Domains, ", ")
+			if more := d.DistinctDomains - len(d.Domains); more > 0 {
+				row.Summary += " and " + plural(more, "other domain", "other domains")
+			}
+		}
+	}
+	return row
+}

@@ -211,6 +211,20 @@ func TestWebPagesInChromium(t *testing.T) {
 	if s := text("table.domains"); !strings.Contains(s, "ads.tracker.example") {
 		t.Errorf("device domains: %q", s)
 	}
+	// Its Timeline lists the hour of traffic and of lookups beside its
+	// changes, in location.timezone; a range with nothing in it says so.
+	if s := text("table.timeline"); !strings.Contains(s, "traffic.hour") || !strings.Contains(s, "flows") || !strings.Contains(s, "dns.hour") ||
+		!strings.Contains(s, "lookups") || !strings.Contains(s, "device.discovered") || !strings.Contains(s, "CE") {
+		t.Errorf("device timeline: %q", s)
+	}
+	do("timeline range", chromedp.SetValue("#t-since", "2020-01-01"), chromedp.SetValue("#t-until", "2020-01-02"),
+		chromedp.Click("#t-range"), chromedp.WaitVisible(`#t-since[value="2020-01-01"]`))
+	if s := text("table.timeline"); !strings.Contains(s, "Nothing recorded in this range.") {
+		t.Errorf("device timeline of 2020-01-01: %q", s)
+	}
+	if got := probs.take(); len(got) > 0 {
+		t.Errorf("device timeline: %v", got)
+	}
 
 	// Change the selection: add device.offline to the watched rule, and a
 	// rule for device.port_opened in 10.9.0.0/24 on the empty row.
