@@ -171,6 +171,14 @@ type ChangeEntry struct {
 	Actor    string    `json:"actor"`
 	Summary  string    `json:"summary"`
 	Data     *OldNew   `json:"data"`
+	// GroupSteady marks a presence entry of a device merged with others
+	// that did not change the presence its group shows: a member went
+	// offline or quiet while another one was online, or came back while
+	// another one was. The change log keeps such entries (each member's
+	// history stays its own, so an unmerge restores it exactly); the
+	// notification dispatcher does not send them. Only the change feed
+	// sets it, and it is never written out.
+	GroupSteady bool `json:"-"`
 }
 
 // OldNew is the data of a change that replaced a value.

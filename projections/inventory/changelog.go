@@ -143,6 +143,20 @@ func (em *emitter) emit(kind, id, summary string, data *projections.OldNew) erro
 	return em.put(bucketChangesByTime, tk, []byte(id))
 }
 
+// emitPresence is emit for a presence entry (online, offline, quiet),
+// marked GroupSteady when steady: the device is merged with others and
+// the entry does not change the presence their group shows.
+func (em *emitter) emitPresence(steady bool, kind, id, summary string, data *projections.OldNew) error {
+	ck := changeKey(em.ev.Seq, em.n)
+	if err := em.emit(kind, id, summary, data); err != nil {
+		return err
+	}
+	if !steady {
+		return nil
+	}
+	return em.put(bucketChangesGroupSteady, ck, nil)
+}
+
 // put writes one key in one of the projection's buckets.
 func (em *emitter) put(bucket string, k, v []byte) error {
 	b := em.tx.Bucket([]byte(bucket))
@@ -174,6 +188,9 @@ func deleteChange(tx *bolt.Tx, ck []byte, id string) error {
 		return err
 	}
 	if err := tx.Bucket([]byte(bucketChangesByDevice)).Delete(deviceIndexKey(id, ck)); err != nil {
+		return err
+	}
+	if err := tx.Bucket([]byte(bucketChangesGroupSteady)).Delete(ck); err != nil {
 		return err
 	}
 	return tx.Bucket([]byte(bucketChangesByTime)).Delete(append(timeKey(t), ck...))

@@ -37,6 +37,7 @@ func (i *Inventory) ChangesAfter(ctx context.Context, after uint64, limit int) (
 		if cb == nil {
 			return nil
 		}
+		steady := tx.Bucket([]byte(bucketChangesGroupSteady))
 		c := cb.Cursor()
 		for k, v := c.Seek(changeKey(after+1, 0)); k != nil; k, v = c.Next() {
 			if len(k) != changeKeyLen {
@@ -64,6 +65,7 @@ func (i *Inventory) ChangesAfter(ctx context.Context, after uint64, limit int) (
 			if r, ok := roots[e.DeviceID]; ok {
 				e.DeviceID = r
 			}
+			e.GroupSteady = steady != nil && steady.Get(k) != nil
 			out = append(out, e)
 			next = seq
 		}

@@ -42,11 +42,14 @@ const (
 	bucketChanges         = "inventory.changes"
 	bucketChangesByDevice = "inventory.changes_by_device"
 	bucketChangesByTime   = "inventory.changes_by_time"
-	bucketMeta            = "inventory.meta"
+	// bucketChangesGroupSteady holds the keys of the presence entries
+	// that did not change their merged group's presence (GroupSteady).
+	bucketChangesGroupSteady = "inventory.changes_group_steady"
+	bucketMeta               = "inventory.meta"
 )
 
 var allBuckets = []string{
-	bucketDevices, bucketChanges, bucketChangesByDevice, bucketChangesByTime,
+	bucketDevices, bucketChanges, bucketChangesByDevice, bucketChangesByTime, bucketChangesGroupSteady,
 	bucketMeta, bucketReads, bucketSweepBase, bucketHistory, bucketHistoryByTime,
 }
 

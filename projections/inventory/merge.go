@@ -111,6 +111,27 @@ func (i *Inventory) mergeGroups() map[string][]*device {
 	return out
 }
 
+// groupOnlineBesides reports whether d is merged with other devices (as
+// the root of a group or a member) one of which is online: then a
+// change of d's own presence does not change the group's (unionOf: the
+// group is online while any member is). The caller holds the lock.
+func (i *Inventory) groupOnlineBesides(d *device) bool {
+	if len(i.merges) == 0 {
+		return false
+	}
+	root := i.rootOf(d.ID)
+	ms := i.membersOf(root)
+	if len(ms) == 0 {
+		return false
+	}
+	for _, m := range append(ms, i.devs[root]) {
+		if m != nil && m != d && m.Presence == presenceOnline {
+			return true
+		}
+	}
+	return false
+}
+
 // membersOf returns the members of the group rooted at id other than id,
 // as mergeGroups orders them.
 func (i *Inventory) membersOf(id string) []*device {

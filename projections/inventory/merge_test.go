@@ -545,3 +545,75 @@ func TestKeptByMerge(t *testing.T) {
 		t.Error("a stale group with a labelled root is not kept")
 	}
 }
+
+// TestMergedPresenceEntries: a member's presence entries stay its own
+// (the change log keeps them), but those that do not change what the
+// group shows are marked GroupSteady in the feed, so that no
+// notification says the group went offline while it is online.
+func TestMergedPresenceEntries(t *testing.T) {
+	ctx := context.Background()
+	h := runSteps(t, append(world(), merge(idNAS2, idNAS1, t0.Add(time.Minute))), true)
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	// NAS1 goes offline while NAS2 answers: the group stays online.
+	for m := 15; m <= 45; m += 15 {
+		h.sweep(sweepAt(at(m), host("10.0.0.32", macNAS2), host("10.0.0.50", macPrint)))
+	}
+	// Then NAS2 too, the last one online: the group goes offline.
+	for m := 60; m <= 90; m += 15 {
+		h.sweep(sweepAt(at(m), host("10.0.0.50", macPrint)))
+	}
+	// NAS1 comes back (the group with it), then NAS2 joins it.
+	h.sweep(sweepAt(at(95), host("10.0.0.31", macNAS1), host("10.0.0.50", macPrint)))
+	h.sweep(sweepAt(at(100), host("10.0.0.31", macNAS1), host("10.0.0.32", macNAS2), host("10.0.0.50", macPrint)))
+
+	feed, _, err := h.inv.ChangesAfter(ctx, 0, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range feed {
+		switch e.Kind {
+		case projections.ChangeOnline, projections.ChangeOffline, projections.ChangeQuiet:
+		default:
+			continue
+		}
+		if e.DeviceID == idNAS1 {
+			got = append(got, fmt.Sprintf("%s %s steady=%v", e.Kind, strings.Fields(e.Summary)[0], e.GroupSteady))
+		} else if e.GroupSteady {
+			t.Errorf("%s of an unmerged device marked steady: %s", e.Kind, e.Summary)
+		}
+	}
+	want := []string{
+		"device.offline nas.lab steady=true",
+		"device.offline nas-eth2 steady=false",
+		"device.online nas.lab steady=false",
+		"device.online nas-eth2 steady=true",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the group's presence entries:\n got %q\nwant %q", got, want)
+	}
+	// The change log lists them all, as it would without the merge.
+	ev, err := h.inv.ListEvents(ctx, projections.EventFilter{Device: idNAS1, Limit: MaxLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ev.Items {
+		if e.Kind == projections.ChangeOnline || e.Kind == projections.ChangeOffline {
+			n++
+		}
+	}
+	if n != 4 {
+		t.Errorf("the change log of the group lists %d presence entries, want 4", n)
+	}
+	// A reload reads the marks from the database.
+	if feed2, _, err := h.load().ChangesAfter(ctx, 0, 10000); err != nil || len(feed2) != len(feed) {
+		t.Fatalf("after a reload: %d entries, %v", len(feed2), err)
+	} else {
+		for k := range feed {
+			if feed2[k].GroupSteady != feed[k].GroupSteady {
+				t.Errorf("entry %d (%s): steady %v after a reload, %v before", k, feed[k].Summary, feed2[k].GroupSteady, feed[k].GroupSteady)
+			}
+		}
+	}
+}

@@ -212,7 +212,7 @@ func (i *Inventory) evaluate(em *emitter, at time.Time, evidenceChanged bool) er
 		if state == presenceQuiet {
 			kind, verb = projections.ChangeQuiet, "went quiet"
 		}
-		if err := em.emit(kind, d.ID, fmt.Sprintf("%s %s (last seen %s)", d.display(), verb, summaryTime(d.LastSeen)),
+		if err := em.emitPresence(i.groupOnlineBesides(d), kind, d.ID, fmt.Sprintf("%s %s (last seen %s)", d.display(), verb, summaryTime(d.LastSeen)),
 			&projections.OldNew{Old: presenceOnline, New: state}); err != nil {
 			return err
 		}

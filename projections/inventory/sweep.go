@@ -498,7 +498,7 @@ func (i *Inventory) markSeen(em *emitter, d *device, at time.Time) error {
 		delete(i.overdue, d.ID)
 		i.heapUpdate(d)
 		d.Evidence.Presence = evid{Source: em.ev.Source, Time: at}
-		return em.emit(projections.ChangeOnline, d.ID, fmt.Sprintf("%s is back online", d.display()),
+		return em.emitPresence(i.groupOnlineBesides(d), projections.ChangeOnline, d.ID, fmt.Sprintf("%s is back online", d.display()),
 			&projections.OldNew{Old: old, New: presenceOnline})
 	case d.Overdue:
 		d.Overdue = false

@@ -59,6 +59,14 @@ func (f *feed) add(kind string, ids ...string) uint64 {
 	return f.head
 }
 
+// steady marks the last entry GroupSteady (a merged member's presence
+// change that did not change its group's).
+func (f *feed) steady() {
+	f.mu.Lock()
+	f.entries[len(f.entries)-1].GroupSteady = true
+	f.mu.Unlock()
+}
+
 func (f *feed) setDevice(d projections.Device) {
 	f.mu.Lock()
 	f.devices[d.ID] = d
@@ -658,6 +666,26 @@ func TestRulesDecide(t *testing.T) {
 	if err != nil || st != (notify.Stats{Sent: 2, Filtered: 2}) {
 		t.Errorf("stats %+v, %v", st, err)
 	}
+}
+
+// A presence change of a merged device that did not change its group's
+// (GroupSteady) is never sent, whatever the rules; the group's own
+// changes are.
+func TestGroupSteadyNotSent(t *testing.T) {
+	db, f := openDB(t), newFeed()
+	rcv := newReceiver(t)
+	all := rules{"hook": {{Kinds: []string{projections.ChangeOnline, projections.ChangeOffline}, Scope: events.ScopeAll}}}
+	start(t, db, f, all, hook("hook", rcv.URL, secret))
+	time.Sleep(30 * time.Millisecond)
+	f.add(projections.ChangeOffline, "nas") // a member, the group still online
+	f.steady()
+	f.add(projections.ChangeOffline, "nas") // the last member: the group offline
+	rcv.wait(t, 1)
+	r := ledgerState(t, db, "hook", "ev1-0", notify.StateFiltered)
+	if !strings.Contains(r.Reason, "merged group") {
+		t.Errorf("reason %q", r.Reason)
+	}
+	ledgerState(t, db, "hook", "ev2-0", notify.StateSent)
 }
 
 func TestTestMessage(t *testing.T) {

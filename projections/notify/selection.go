@@ -128,10 +128,18 @@ func listKinds() string {
 	return s
 }
 
+// reasonGroupSteady is the reason for a presence change of a merged
+// device that did not change its group's presence
+// (projections.ChangeEntry.GroupSteady): never sent, whatever the rules.
+const reasonGroupSteady = "its merged group's presence did not change (another member is online)"
+
 // Decide says whether rules select the change e of device d (nil when
 // the inventory no longer has it), and when not, why, as a short phrase
 // for the ledger.
 func Decide(rules []Rule, e projections.ChangeEntry, d *projections.Device) (bool, string) {
+	if e.GroupSteady {
+		return false, reasonGroupSteady
+	}
 	reason := "kind not selected"
 	for _, r := range rules {
 		if !slices.Contains(r.Kinds, e.Kind) {
