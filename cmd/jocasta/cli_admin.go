@@ -445,7 +445,7 @@ func cmdReplay(e *env, args []string) error {
 	}
 	// Offline, this process does the replay; over the control socket the
 	// daemon does and this setting only affects the client.
-	tuneGC(replayGCPercent)
+	tuneReplayGC()
 	return withAdmin(e, cfgPath, openExisting, func(a admin) error {
 		resp, err := a.Replay(e.ctx, replayReq{Until: u, Output: output})
 		if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"os"
 	"runtime/debug"
 	"testing"
@@ -44,5 +45,31 @@ func TestTuneGC(t *testing.T) {
 				t.Errorf("GOGC %d (set %v), want %d", got, set, tc.want)
 			}
 		})
+	}
+}
+
+// TestTuneReplayGC: an offline replay also sets a soft memory limit, half
+// the memory available, unless the environment configures the collector.
+func TestTuneReplayGC(t *testing.T) {
+	prevPct, prevLimit := debug.SetGCPercent(100), debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetGCPercent(prevPct); debug.SetMemoryLimit(prevLimit) })
+	for _, name := range []string{"GOGC", "GOMEMLIMIT"} {
+		if v, ok := os.LookupEnv(name); ok {
+			t.Cleanup(func() { os.Setenv(name, v) })
+		}
+		os.Unsetenv(name)
+	}
+	avail := memoryAvailable("/proc/meminfo", "/proc/self/cgroup", "/sys/fs/cgroup")
+	if avail <= 0 {
+		t.Fatal("no memory size readable on this machine")
+	}
+	debug.SetMemoryLimit(math.MaxInt64)
+	if got := tuneReplayGC(); got != avail/2 || debug.SetMemoryLimit(-1) != avail/2 {
+		t.Errorf("limit %d (runtime %d), want %d", got, debug.SetMemoryLimit(-1), avail/2)
+	}
+	debug.SetMemoryLimit(math.MaxInt64)
+	t.Setenv("GOGC", "200")
+	if got := tuneReplayGC(); got != 0 || debug.SetMemoryLimit(-1) != math.MaxInt64 {
+		t.Errorf("with GOGC set: limit %d (runtime %d), want none", got, debug.SetMemoryLimit(-1))
 	}
 }

@@ -83,8 +83,10 @@ const serveGCPercent = 75
 // replay`: a one-shot batch whose live heap is the inventory being built
 // and a few batches of events, so letting the heap grow to five times
 // that costs little memory and makes the replay about a third faster
-// (see docs/performance.md). A replay that a running serve does keeps
-// serve's target.
+// (see docs/performance.md), under a soft memory limit of half the
+// machine's memory (tuneReplayGC: the live heap of a long log's replay
+// is hundreds of MB). A replay that a running serve does keeps serve's
+// target.
 const replayGCPercent = 400
 
 // tuneGC sets the collector's target to percent unless the environment
