@@ -111,21 +111,28 @@ func (i *Inventory) mergeGroups() map[string][]*device {
 	return out
 }
 
+// groupOf returns every device of d's merged group, its root and its
+// members (d among them), or nil when d is not merged with any. The
+// caller holds a lock.
+func (i *Inventory) groupOf(d *device) []*device {
+	if len(i.merges) == 0 {
+		return nil
+	}
+	root := i.rootOf(d.ID)
+	ms := i.membersOf(root)
+	if len(ms) == 0 {
+		return nil
+	}
+	return append(ms, i.devs[root])
+}
+
 // groupOnlineBesides reports whether d is merged with other devices (as
 // the root of a group or a member) one of which is online: then a
 // change of d's own presence does not change the group's (unionOf: the
 // group is online while any member is). The caller holds the lock.
 func (i *Inventory) groupOnlineBesides(d *device) bool {
-	if len(i.merges) == 0 {
-		return false
-	}
-	root := i.rootOf(d.ID)
-	ms := i.membersOf(root)
-	if len(ms) == 0 {
-		return false
-	}
-	for _, m := range append(ms, i.devs[root]) {
-		if m != nil && m != d && m.Presence == presenceOnline {
+	for _, m := range i.groupOf(d) {
+		if m != d && m.Presence == presenceOnline {
 			return true
 		}
 	}
@@ -533,15 +540,7 @@ func mergedIndexWalk(ib *bolt.Bucket, ids []string, after []byte) func() []byte 
 // apart because its oldest MAC went quiet (PurgePlan and applyPurge ask
 // it). The caller holds a lock.
 func (i *Inventory) keptByMerge(d *device, cutoff time.Time) bool {
-	if len(i.merges) == 0 {
-		return false
-	}
-	root := i.rootOf(d.ID)
-	ms := i.membersOf(root)
-	if len(ms) == 0 {
-		return false
-	}
-	for _, m := range append(ms, i.devs[root]) {
+	for _, m := range i.groupOf(d) {
 		if m.protected() || !m.LastSeen.Before(cutoff) {
 			return true
 		}
