@@ -125,11 +125,7 @@ var _ httpapi.HistoryReader = (*fakeInventory)(nil)
 func atNames(names ...string) func(t *testing.T, body []byte) {
 	return func(t *testing.T, body []byte) {
 		t.Helper()
-		p := decode[struct {
-			At         time.Time        `json:"at"`
-			Items      []history.Device `json:"items"`
-			NextCursor *string          `json:"next_cursor"`
-		}](t, body)
+		p := decode[atPageBody](t, body)
 		var got []string
 		for _, d := range p.Items {
 			got = append(got, d.Name)
@@ -311,11 +307,7 @@ func TestHistoryAtSort(t *testing.T) {
 				for range 10 {
 					resp, body := e.do("GET", target, "", bearer(tokRead))
 					wantStatus(t, resp, body, 200)
-					p := decode[struct {
-						At         time.Time        `json:"at"`
-						Items      []history.Device `json:"items"`
-						NextCursor *string          `json:"next_cursor"`
-					}](t, body)
+					p := decode[atPageBody](t, body)
 					for _, d := range p.Items {
 						names = append(names, d.Name)
 					}
@@ -333,11 +325,7 @@ func TestHistoryAtSort(t *testing.T) {
 	t.Run("a cursor of another sort", func(t *testing.T) {
 		resp, body := e.do("GET", "/api/devices?limit=1&sort=ip&at="+at, "", bearer(tokRead))
 		wantStatus(t, resp, body, 200)
-		p := decode[struct {
-			At         time.Time        `json:"at"`
-			Items      []history.Device `json:"items"`
-			NextCursor *string          `json:"next_cursor"`
-		}](t, body)
+		p := decode[atPageBody](t, body)
 		if p.NextCursor == nil {
 			t.Fatalf("no cursor: %s", body)
 		}
@@ -358,11 +346,7 @@ func TestHistoryAtPaging(t *testing.T) {
 	for range 10 {
 		resp, body := e.do("GET", target, "", bearer(tokRead))
 		wantStatus(t, resp, body, 200)
-		p := decode[struct {
-			At         time.Time        `json:"at"`
-			Items      []history.Device `json:"items"`
-			NextCursor *string          `json:"next_cursor"`
-		}](t, body)
+		p := decode[atPageBody](t, body)
 		for _, d := range p.Items {
 			names = append(names, d.Name)
 		}
@@ -395,4 +379,11 @@ func TestDiffErrors(t *testing.T) {
 	if strings.Contains(string(body), "secret-path") {
 		t.Fatalf("500 leaks: %s", body)
 	}
+}
+
+// atPageBody is a page of GET /api/devices?at=.
+type atPageBody struct {
+	At         time.Time        `json:"at"`
+	Items      []history.Device `json:"items"`
+	NextCursor *string          `json:"next_cursor"`
 }
