@@ -633,17 +633,19 @@ func (r *Runner) read(ctx context.Context, from, limit uint64, ch chan<- *batch)
 		newest             time.Time
 		haveSnap, knowSnap bool
 	)
+	size := min(r.opts.BatchSize, firstBatch)
 	for ctx.Err() == nil && from <= limit {
 		b := rest
 		if b == nil {
 			var err error
-			if b, err = r.readBatch(from, int(min(uint64(r.opts.BatchSize), limit-from+1))); err != nil {
+			if b, err = r.readBatch(from, int(min(uint64(size), limit-from+1))); err != nil {
 				send(&batch{err: err})
 				return
 			}
 			if len(b.evs) == 0 {
 				return
 			}
+			size = nextBatchSize(b.evs, r.opts.BatchSize)
 		}
 		rest = nil
 		for k, e := range b.evs {
@@ -675,6 +677,32 @@ func (r *Runner) read(ctx context.Context, from, limit uint64, ch chan<- *batch)
 		}
 		from = b.evs[len(b.evs)-1].Seq + 1
 	}
+}
+
+// maxBatchBytes bounds a batch by the size of its events' payloads as
+// well as by BatchSize: a sweep of 1,000 hosts written by difference is
+// about 20 KB, and 10,000 of them in a batch, with what the preparers
+// and the write transaction make of them, kept hundreds of MB live in
+// the replay of 90 days of 1,000 devices. Batches of small events stay
+// BatchSize long. The first batch of a read, before any size is known,
+// is at most firstBatch events. A variable for tests.
+var maxBatchBytes = 16 << 20
+
+// firstBatch is the most events of the first batch of a read.
+const firstBatch = 1024
+
+// nextBatchSize is how many events the batch after evs reads: as many as
+// fit maxBatchBytes at the size evs' payloads had on average, between
+// prepareChunk and most (BatchSize).
+func nextBatchSize(evs []events.Envelope, most int) int {
+	total := 0
+	for k := range evs {
+		total += len(evs[k].Payload)
+	}
+	if total == 0 {
+		return most
+	}
+	return min(most, max(prepareChunk, maxBatchBytes*len(evs)/total))
 }
 
 // split cuts b after its first n events: the batch of those, and the

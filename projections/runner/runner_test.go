@@ -658,3 +658,50 @@ func TestSharedPayloadDecodedOnce(t *testing.T) {
 	}
 	rowsOf(t, st, "a", out[len(out)-1].Seq)
 }
+
+// Batches are bounded by their payloads' size too: the first read is at
+// most firstBatch events, the next ones as many as maxBatchBytes holds at
+// the size the events before had (never fewer than prepareChunk, never
+// more than BatchSize). Every event is applied once, in order.
+func TestBatchesBoundedByBytes(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "j.db"))
+	defer st.Close()
+	head := appendTicks(t, st, 0, 4000)
+	size := len(mustRead(t, st, 1).Payload)
+	for _, c := range []struct {
+		name  string
+		bytes int
+		want  int // batches
+	}{
+		{"small events: BatchSize long after the first", 16 << 20, 2},                                // 1,024 + 2,976
+		{"a bound of 512 events", 512 * size, 1 + (4000-firstBatch+511)/512},                         // 1,024 + 6 × 512
+		{"a bound below prepareChunk", 10 * size, 1 + (4000-firstBatch+prepareChunk-1)/prepareChunk}, // 1,024 + 12 × 256
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			prev := maxBatchBytes
+			maxBatchBytes = c.bytes
+			defer func() { maxBatchBytes = prev }()
+			p := &preparing{counting: counting{name: "a" + strconv.Itoa(c.bytes), version: 1}}
+			r, err := New(st, []Projection{p}, Options{BatchSize: 10000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.CatchUp(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			rowsOf(t, st, p.name, head)
+			if p.flushes != c.want {
+				t.Errorf("%d batches, want %d", p.flushes, c.want)
+			}
+		})
+	}
+}
+
+func mustRead(t *testing.T, st *store.Store, seq uint64) events.Envelope {
+	t.Helper()
+	evs, err := st.Read(seq, 1)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("read %d: %v", seq, err)
+	}
+	return evs[0]
+}
