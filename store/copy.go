@@ -24,10 +24,19 @@ func (s *Store) CopyLog(dst *Store, until time.Time) (copied uint64, err error) 
 }
 
 // CopyLogFunc copies in transactions of up to fnChunk events and hands
-// them to fn in parts of up to fnPart.
+// them to fn in parts of up to fnPart; both also end once their stored
+// bytes reach fnChunkBytes and fnPartBytes, so that a log of large
+// events (a sweep of 1,000 hosts is about 20 KB) is not held a gigabyte
+// at a time.
 const (
 	fnChunk = 32768
 	fnPart  = 8192
+)
+
+// The byte bounds are variables for tests.
+var (
+	fnChunkBytes = 64 << 20
+	fnPartBytes  = 16 << 20
 )
 
 // CopyLogFunc is CopyLog that also hands every event it copies to fn, in
@@ -92,18 +101,20 @@ func (s *Store) CopyLogFunc(dst *Store, until time.Time, fn func(evs []events.En
 		next := tip
 		var nextHash []byte // next.Hash, while it points into the source's pages
 		var dstErr, fnErr error
-		handed := 0 // events of evs handed to fn
+		handed := 0             // events of evs handed to fn
+		size, partBytes := 0, 0 // stored bytes of the chunk, and of the part not handed yet
 		hand := func() bool {
 			if handed < len(evs) {
 				fnErr = fn(evs[handed:len(evs):len(evs)])
-				handed = len(evs)
+				handed, partBytes = len(evs), 0
 			}
 			return fnErr == nil
 		}
+		full := func() bool { return len(keys) >= chunk || (fn != nil && size >= fnChunkBytes) }
 		err := s.db.View(func(tx *bolt.Tx) error {
 			c := tx.Bucket(bLog).Cursor()
 			k, v := c.Seek(seqKey(tip.Seq + 1))
-			for ; k != nil && len(keys) < chunk; k, v = c.Next() {
+			for ; k != nil && !full(); k, v = c.Next() {
 				// The event's seq, time and link, and its hash for the next.
 				var (
 					seq    uint64
@@ -149,10 +160,11 @@ func (s *Store) CopyLogFunc(dst *Store, until time.Time, fn func(evs []events.En
 					break
 				}
 				keys, vals = append(keys, k), append(vals, v)
+				size, partBytes = size+len(v), partBytes+len(v)
 				next.Seq, nextHash = seq, hash
 				if fn != nil {
 					next.Hash = evs[len(evs)-1].Hash
-					if len(evs)-handed == fnPart && !hand() {
+					if (len(evs)-handed >= fnPart || partBytes >= fnPartBytes) && !hand() {
 						return nil
 					}
 				}
@@ -160,7 +172,8 @@ func (s *Store) CopyLogFunc(dst *Store, until time.Time, fn func(evs []events.En
 			if fn != nil && !hand() {
 				return nil
 			}
-			stop = k == nil || len(keys) < chunk
+			// A chunk cut short by until (or the end of the log) is the last.
+			stop = k == nil || !full()
 			if len(keys) == 0 {
 				return nil
 			}

@@ -730,8 +730,9 @@ func (i *Inventory) DeviceAt(ctx context.Context, id string, t time.Time) (histo
 // then id.
 func (i *Inventory) DevicesAt(ctx context.Context, t time.Time) ([]history.Device, error) {
 	var out []history.Device
-	i.readAhead(ctx, []time.Time{t})
+	stop := func() int { return 0 }
 	err := i.viewHistory(ctx, []time.Time{t}, func(r *histReader) error {
+		stop = i.startReadAhead(ctx, []time.Time{t})
 		lists, err := r.all(ctx, t)
 		if err != nil {
 			return err
@@ -739,6 +740,7 @@ func (i *Inventory) DevicesAt(ctx context.Context, t time.Time) ([]history.Devic
 		out = lists[0]
 		return nil
 	})
+	stop() // after the transaction: see startReadAhead
 	if err != nil {
 		return nil, fmt.Errorf("inventory: devices at: %w", err)
 	}
@@ -802,8 +804,9 @@ func (i *Inventory) StatsAt(ctx context.Context, t time.Time) (history.Stats, er
 func (i *Inventory) Diff(ctx context.Context, from, to time.Time) (history.Diff, error) {
 	out := history.Diff{From: from.UTC(), To: to.UTC(), Added: []history.Device{}, Removed: []history.Device{}, Changed: []history.Changed{}}
 	var a, b []history.Device
-	i.readAhead(ctx, []time.Time{from, to})
+	stop := func() int { return 0 }
 	err := i.viewHistory(ctx, []time.Time{from, to}, func(r *histReader) error {
+		stop = i.startReadAhead(ctx, []time.Time{from, to})
 		lists, err := r.all(ctx, from, to)
 		if err != nil {
 			return err
@@ -811,6 +814,7 @@ func (i *Inventory) Diff(ctx context.Context, from, to time.Time) (history.Diff,
 		a, b = lists[0], lists[1]
 		return nil
 	})
+	stop() // after the transaction: see startReadAhead
 	if err != nil {
 		return history.Diff{}, fmt.Errorf("inventory: diff: %w", err)
 	}

@@ -18,22 +18,40 @@ const readAheadParts = 8
 // (deviceID: lower-case base32).
 const idAlphabet = "234567abcdefghijklmnopqrstuvwxyz"
 
-// readAhead reads the pages a list of every device at ts will read (each
-// device's row at each instant), from readAheadParts goroutines at once,
-// each with its own read transaction over its share of the device ids,
-// and keeps nothing; it returns how many devices it read (for tests). The list itself then walks the rows one device
-// after the other in one transaction: from a cold page cache (after a
-// start, or after other files pushed the database out) that was about
-// 2,000 random page reads waited for one by one, 4.4 s for 1,000 devices
-// on the development VM's disk; read ahead, the disk serves
-// readAheadParts of them at a time. A row it misses (the ids of another
-// kind, rows written meanwhile) is simply read by the list. ctx stops it.
-func (i *Inventory) readAhead(ctx context.Context, ts []time.Time) int {
+// startReadAhead starts reading the pages a list of every device at ts
+// will read (each device's row at each instant) from readAheadParts
+// goroutines, each with its own read transaction over its share of the
+// device ids, keeping nothing, while the caller walks the rows one
+// device after the other in its own transaction. From a cold page cache
+// (after a start, or after other files pushed the database out) that
+// walk waited for about 2,000 random page reads one by one; with the
+// read-ahead the disk serves several at a time, and the walk finds the
+// later devices' pages read. With the cache warm the walk ends first and
+// stop ends the read-ahead early.
+//
+// The caller starts it inside its own read transaction (after the range
+// check) and must call stop only after that transaction has ended:
+// bbolt's remap of a growing file waits for every read transaction, and
+// new read transactions wait behind it, so waiting for the read-ahead
+// inside a transaction could deadlock. stop returns how many devices the
+// read-ahead visited (for tests).
+func (i *Inventory) startReadAhead(ctx context.Context, ts []time.Time) (stop func() int) {
+	ctx, cancel := context.WithCancel(ctx)
+	wait := i.runReadAhead(ctx, ts)
+	return func() int {
+		cancel()
+		return wait()
+	}
+}
+
+// runReadAhead starts the read-ahead's goroutines; wait waits for them
+// to finish (or ctx to end) and returns how many devices they visited.
+func (i *Inventory) runReadAhead(ctx context.Context, ts []time.Time) (wait func() int) {
 	i.mu.RLock()
 	db := i.db
 	i.mu.RUnlock()
 	if db == nil || ctx.Err() != nil {
-		return 0
+		return func() int { return 0 }
 	}
 	var devices atomic.Int64
 	var wg sync.WaitGroup
@@ -46,6 +64,9 @@ func (i *Inventory) readAhead(ctx context.Context, ts []time.Time) int {
 			hi = []byte{'d', idAlphabet[(k+1)*len(idAlphabet)/readAheadParts]}
 		}
 		wg.Go(func() {
+			if ctx.Err() != nil {
+				return
+			}
 			_ = db.View(func(tx *bolt.Tx) error {
 				b := tx.Bucket([]byte(bucketHistory))
 				if b == nil {
@@ -57,8 +78,10 @@ func (i *Inventory) readAhead(ctx context.Context, ts []time.Time) int {
 			})
 		})
 	}
-	wg.Wait()
-	return int(devices.Load())
+	return func() int {
+		wg.Wait()
+		return int(devices.Load())
+	}
 }
 
 // readAheadSink keeps the bytes touchRange reads from being optimised

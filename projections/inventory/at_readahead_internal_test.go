@@ -46,16 +46,16 @@ func TestReadAheadVisitsEveryDevice(t *testing.T) {
 		{t0.Add(90 * time.Minute)},
 		{t0.Add(-time.Hour), t0.Add(5 * time.Hour)},
 	} {
-		if got := inv.readAhead(context.Background(), ts); got != len(ids) {
-			t.Errorf("readAhead(%v) visited %d devices, want %d", ts, got, len(ids))
+		if got := inv.runReadAhead(context.Background(), ts)(); got != len(ids) {
+			t.Errorf("read-ahead at %v visited %d devices, want %d", ts, got, len(ids))
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if got := inv.readAhead(ctx, []time.Time{t0}); got >= len(ids) {
-		t.Errorf("readAhead with an ended context visited %d devices, want fewer than %d", got, len(ids))
+	if got := inv.startReadAhead(ctx, []time.Time{t0})(); got >= len(ids) {
+		t.Errorf("a read-ahead with an ended context visited %d devices, want fewer than %d", got, len(ids))
 	}
-	if got := (&Inventory{}).readAhead(context.Background(), []time.Time{t0}); got != 0 {
-		t.Errorf("readAhead of an inventory not loaded visited %d", got)
+	if got := (&Inventory{}).startReadAhead(context.Background(), []time.Time{t0})(); got != 0 {
+		t.Errorf("a read-ahead of an inventory not loaded visited %d", got)
 	}
 }

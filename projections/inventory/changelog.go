@@ -18,6 +18,7 @@ import (
 //	inventory.changes            key = seq (8) + index (4)        value = entry row
 //	inventory.changes_by_device  key = device id + 0x00 + change key, no value
 //	inventory.changes_by_time    key = time (12) + change key     value = device id
+//	inventory.changes_group_steady key = change key, no value (GroupSteady entries)
 //
 // An entry row is time (12) + len(kind) (1) + kind + the entry's JSON, so
 // queries filter on time and kind without decoding JSON. Times are 8

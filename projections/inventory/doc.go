@@ -142,8 +142,11 @@
 //
 // Buckets (all "inventory.*"): devices (id → JSON row), changes (seq +
 // index → time, kind, JSON entry), changes_by_device, changes_by_time
-// (indexes for device queries and retention) and meta (the start of the newest complete
-// sweep per network, the presence evidence).
+// (indexes for device queries and retention), changes_group_steady (the
+// keys of presence entries of merged devices that did not change their
+// group's presence: the feed marks them GroupSteady, and they are never
+// notified) and meta (the start of the newest complete sweep per
+// network, the presence evidence).
 //
 // # History
 //

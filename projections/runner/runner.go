@@ -702,7 +702,7 @@ func nextBatchSize(evs []events.Envelope, most int) int {
 	if total == 0 {
 		return most
 	}
-	return min(most, max(prepareChunk, maxBatchBytes*len(evs)/total))
+	return int(min(int64(most), max(prepareChunk, int64(maxBatchBytes)*int64(len(evs))/int64(total))))
 }
 
 // split cuts b after its first n events: the batch of those, and the
