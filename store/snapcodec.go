@@ -11,6 +11,8 @@ import (
 	"io"
 	"slices"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // A snapshot is stored gzip-compressed in a binary layout (the first
@@ -57,18 +59,6 @@ type snapHeader struct {
 
 // encodeSnapshot writes snap in the layout above, compressed.
 func encodeSnapshot(snap *Snapshot) ([]byte, error) {
-	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, snapLevel)
-	if err != nil {
-		return nil, fmt.Errorf("compress: %w", err)
-	}
-	w := &snapWriter{w: bufio.NewWriterSize(zw, 64<<10)}
-	w.w.WriteString(snapMagic)
-	head, err := json.Marshal(snapHeader{Seq: snap.Seq, Hash: snap.Hash, Time: snap.Time, Sequences: snap.Sequences})
-	if err != nil {
-		return nil, fmt.Errorf("encode: %w", err)
-	}
-	w.bytes(head)
 	names := make([]string, 0, len(snap.Buckets))
 	for name := range snap.Buckets {
 		if name == "" {
@@ -76,10 +66,62 @@ func encodeSnapshot(snap *Snapshot) ([]byte, error) {
 		}
 		names = append(names, name)
 	}
+	head := snapHeader{Seq: snap.Seq, Hash: snap.Hash, Time: snap.Time, Sequences: snap.Sequences}
+	return encodeSnapshotWith(head, names, func(w *snapWriter, name string) { w.entries(snap.Buckets[name], 0) })
+}
+
+// encodeSnapshotTx is encodeSnapshot of the snapshot saveSnapshot would
+// dump from tx's buckets (named, each once; a missing one empty), written
+// straight from the transaction's pages instead of through a []KV of
+// every pair first (about 90 bytes a pair: 52 MB at the weekly snapshot
+// of a 90-day history of 1,000 devices). The bytes are the same
+// (TestEncodeSnapshotTxEqualsDump).
+func encodeSnapshotTx(tx *bolt.Tx, seq uint64, hash string, t time.Time, buckets []string) ([]byte, error) {
+	head := snapHeader{Seq: seq, Hash: hash, Time: t.UTC()}
+	var names []string
+	for _, name := range buckets {
+		if name == "" {
+			return nil, errors.New("encode: a bucket without a name")
+		}
+		if slices.Contains(names, name) {
+			continue
+		}
+		names = append(names, name)
+		if b := tx.Bucket([]byte(name)); b != nil && b.Sequence() != 0 {
+			if head.Sequences == nil {
+				head.Sequences = map[string]uint64{}
+			}
+			head.Sequences[name] = b.Sequence()
+		}
+	}
+	return encodeSnapshotWith(head, names, func(w *snapWriter, name string) {
+		if b := tx.Bucket([]byte(name)); b != nil {
+			w.bucket(b, 0)
+		} else {
+			w.entries(nil, 0)
+		}
+	})
+}
+
+// encodeSnapshotWith writes the header, then each bucket (in name order)
+// with body, compressed.
+func encodeSnapshotWith(head snapHeader, names []string, body func(w *snapWriter, name string)) ([]byte, error) {
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, snapLevel)
+	if err != nil {
+		return nil, fmt.Errorf("compress: %w", err)
+	}
+	w := &snapWriter{w: bufio.NewWriterSize(zw, 64<<10)}
+	w.w.WriteString(snapMagic)
+	hb, err := json.Marshal(head)
+	if err != nil {
+		return nil, fmt.Errorf("encode: %w", err)
+	}
+	w.bytes(hb)
 	slices.Sort(names)
 	for _, name := range names {
 		w.bytes([]byte(name))
-		w.entries(snap.Buckets[name], 0)
+		body(w, name)
 	}
 	w.bytes(nil)
 	if w.err == nil {
@@ -116,6 +158,41 @@ func (w *snapWriter) bytes(b []byte) {
 	w.uvarint(uint64(len(b)))
 	if w.err == nil {
 		_, w.err = w.w.Write(b)
+	}
+}
+
+// bucket writes b's pairs and nested buckets as entries writes those
+// dumpBucket lists.
+func (w *snapWriter) bucket(b *bolt.Bucket, depth int) {
+	err := b.ForEach(func(k, v []byte) error {
+		if w.err != nil {
+			return w.err
+		}
+		var nb *bolt.Bucket
+		if v == nil {
+			nb = b.Bucket(k)
+		}
+		if nb == nil {
+			w.w.WriteByte(snapValue)
+			w.bytes(k)
+			w.bytes(v)
+			return w.err
+		}
+		if depth >= maxSnapDepth {
+			w.err = fmt.Errorf("buckets nested deeper than %d", maxSnapDepth)
+			return w.err
+		}
+		w.w.WriteByte(snapNested)
+		w.bytes(k)
+		w.uvarint(nb.Sequence())
+		w.bucket(nb, depth+1)
+		return w.err
+	})
+	if w.err == nil && err != nil {
+		w.err = err
+	}
+	if w.err == nil {
+		w.err = w.w.WriteByte(snapEnd)
 	}
 }
 

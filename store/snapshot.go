@@ -103,36 +103,16 @@ func SaveSnapshotOfTx(tx *bolt.Tx, ev events.Envelope, buckets []string) error {
 }
 
 func saveSnapshot(tx *bolt.Tx, seq uint64, hash string, t time.Time, buckets []string) error {
-	snap := Snapshot{Seq: seq, Hash: hash, Time: t.UTC(), Buckets: map[string][]KV{}}
 	for _, name := range buckets {
 		if reserved(name) {
 			return fmt.Errorf("store: save snapshot %d: bucket %q belongs to the log", seq, name)
 		}
-		if _, dup := snap.Buckets[name]; dup {
-			continue
-		}
-		b := tx.Bucket([]byte(name))
-		if b == nil {
-			snap.Buckets[name] = []KV{}
-			continue
-		}
-		kvs, err := dumpBucket(b)
-		if err != nil {
-			return fmt.Errorf("store: save snapshot %d: dump %q: %w", seq, name, err)
-		}
-		snap.Buckets[name] = kvs
-		if sq := b.Sequence(); sq != 0 {
-			if snap.Sequences == nil {
-				snap.Sequences = map[string]uint64{}
-			}
-			snap.Sequences[name] = sq
-		}
 	}
-	data, err := encodeSnapshot(&snap)
+	data, err := encodeSnapshotTx(tx, seq, hash, t, buckets)
 	if err != nil {
 		return fmt.Errorf("store: save snapshot %d: %w", seq, err)
 	}
-	info, err := json.Marshal(SnapshotInfo{Seq: seq, Hash: hash, Time: snap.Time, Bytes: len(data)})
+	info, err := json.Marshal(SnapshotInfo{Seq: seq, Hash: hash, Time: t.UTC(), Bytes: len(data)})
 	if err != nil {
 		return fmt.Errorf("store: save snapshot %d: %w", seq, err)
 	}
@@ -182,29 +162,6 @@ func hashAt(tx *bolt.Tx, seq uint64) (string, error) {
 		return a.Hash, nil
 	}
 	return "", fmt.Errorf("event %d (compacted): %w", seq, ErrNotFound)
-}
-
-// dumpBucket lists b's pairs and nested buckets, recursively. The bytes
-// point into the transaction; encode them before it ends.
-func dumpBucket(b *bolt.Bucket) ([]KV, error) {
-	kvs := []KV{}
-	err := b.ForEach(func(k, v []byte) error {
-		var nb *bolt.Bucket
-		if v == nil {
-			nb = b.Bucket(k)
-		}
-		if nb == nil {
-			kvs = append(kvs, KV{K: k, V: v})
-			return nil
-		}
-		sub, err := dumpBucket(nb)
-		if err != nil {
-			return err
-		}
-		kvs = append(kvs, KV{K: k, Nested: true, Bucket: sub, Sequence: nb.Sequence()})
-		return nil
-	})
-	return kvs, err
 }
 
 // checkKVs rejects empty keys, values on nested entries and nesting
