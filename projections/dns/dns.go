@@ -425,15 +425,21 @@ func encodeLookups(ls []lookup) []byte {
 func mergeLookups(cur, adds []lookup) []lookup {
 	out := slices.Clone(cur)
 	for _, a := range adds {
-		i, found := slices.BinarySearchFunc(out, a.domain, func(l lookup, d uint32) int { return cmpU32(l.domain, d) })
-		if found {
-			out[i].count += a.count
-			out[i].blocked += a.blocked
-			continue
-		}
-		out = slices.Insert(out, i, a)
+		out = addLookup(out, a)
 	}
 	return out
+}
+
+// addLookup adds a to sum (sorted by domain), in place: to its domain's
+// counts, or as a new entry where it sorts.
+func addLookup(sum []lookup, a lookup) []lookup {
+	i, found := slices.BinarySearchFunc(sum, a.domain, func(l lookup, d uint32) int { return cmpU32(l.domain, d) })
+	if found {
+		sum[i].count += a.count
+		sum[i].blocked += a.blocked
+		return sum
+	}
+	return slices.Insert(sum, i, a)
 }
 
 func decodeAddrs(b []byte) []netip.Addr {

@@ -335,13 +335,7 @@ func hourLookups(hb *bolt.Bucket, h uint32, own map[string]bool, clients []clien
 				sum = append(sum, l) // in domain id order
 				return
 			}
-			k, found := slices.BinarySearchFunc(sum, l.domain, func(x lookup, d uint32) int { return cmpU32(x.domain, d) })
-			if found {
-				sum[k].count += l.count
-				sum[k].blocked += l.blocked
-				return
-			}
-			sum = slices.Insert(sum, k, l)
+			sum = addLookup(sum, l)
 		})
 		if err != nil {
 			return sum, fmt.Errorf("dns: hour %d client %d: %w", h, c.id, err)
