@@ -35,9 +35,6 @@ type Device struct {
 	AttachedTo *Attachment `json:"attached_to"`
 	FirstSeen  time.Time   `json:"first_seen"`
 	Sources    []string    `json:"sources"`
-	// MergedInto, in a stored row only, says the device was merged into
-	// that one then: it is shown as part of it, never on its own.
-	MergedInto string `json:"merged_into,omitempty"`
 }
 
 // Name is a device's name from one source.

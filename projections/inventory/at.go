@@ -252,7 +252,7 @@ func (i *Inventory) viewFingerprint(id string, groups map[string][]*device) uint
 
 // putViewRow writes the history row of device id at t: the device as the
 // API shows it, or, for a device merged into another, a row naming its
-// root (history.Device.MergedInto). groups is mergeGroups.
+// root (histRow.MergedInto). groups is mergeGroups.
 func (i *Inventory) putViewRow(em *emitter, t time.Time, id string, groups map[string][]*device) error {
 	var doc histRow
 	if r, ok := i.hist.roots[id]; ok {
@@ -493,7 +493,7 @@ func (r *histRow) view() history.Device {
 		ID: r.ID, Name: r.Name, Names: make(map[string]history.Name, len(r.Names)), MAC: r.MAC, Vendor: r.Vendor,
 		Addresses: r.Addresses, Ports: make([]history.Port, 0, len(r.Ports)), Label: r.Label, Group: r.Group, Type: r.Type,
 		Notes: r.Notes, Ignored: r.Ignored, Watched: r.Watched, Presence: r.Presence, AttachedTo: r.AttachedTo,
-		FirstSeen: r.FirstSeen, Sources: r.Sources, MergedInto: r.MergedInto,
+		FirstSeen: r.FirstSeen, Sources: r.Sources,
 	}
 	for src, n := range r.Names {
 		d.Names[src] = history.Name{Name: n}
