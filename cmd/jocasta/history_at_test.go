@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jocasta/jocasta/cmd/internal/config"
 	"github.com/jocasta/jocasta/projections/history"
 )
 
@@ -15,13 +14,7 @@ import (
 // last seen at 01:40, goes offline at 01:55:02 (15-minute window, the
 // clock's 2 s) and is back at 02:05.
 func TestHistoryAtThroughServe(t *testing.T) {
-	cfg := writeConfig(t, t.TempDir(), noSweeps)
-	c, err := config.Load(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t0 := time.Now().UTC().Truncate(24 * time.Hour).Add(-48 * time.Hour)
-	flapLog(t, c.DBFile(), t0, 0)
+	cfg, _, t0 := flapDB(t, "")
 	code, out, stderr := cli(t, "", "token", "create", "--config", cfg, "--name", "history", "--mode", "read", "--expires", "never")
 	if code != 0 {
 		t.Fatalf("token: %s", stderr)

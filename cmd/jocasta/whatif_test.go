@@ -35,6 +35,21 @@ import (
 //
 // A retention.purged that removes nothing comes every three hours. The destination "alerts" is set to receive online and offline of every
 // device. snapEvery, when set, makes the runner snapshot that often.
+// flapDB writes a config (noSweeps and extra) and, in its database,
+// flapLog's day starting two days ago at midnight UTC; it returns the
+// config's path, the config and that midnight.
+func flapDB(t *testing.T, extra string) (string, *config.Config, time.Time) {
+	t.Helper()
+	cfg := writeConfig(t, t.TempDir(), noSweeps+extra)
+	c, err := config.Load(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().UTC().Truncate(24 * time.Hour).Add(-48 * time.Hour)
+	flapLog(t, c.DBFile(), t0, 0)
+	return cfg, c, t0
+}
+
 func flapLog(t testing.TB, path string, t0 time.Time, snapEvery time.Duration) {
 	t.Helper()
 	st, err := store.Open(path, store.Options{NoSync: true})
@@ -262,14 +277,8 @@ func TestWhatIf(t *testing.T) {
 func TestWhatIfCLI(t *testing.T) {
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	rcv := newHookReceiver(t, secret)
-	cfg := writeConfig(t, t.TempDir(), noSweeps+"notify:\n  alerts:\n    webhook:\n      url: "+rcv.URL+"/in\n      secret: "+secret+"\n")
-	c, err := config.Load(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t0 := time.Now().UTC().Truncate(24 * time.Hour).Add(-48 * time.Hour)
+	cfg, _, t0 := flapDB(t, "notify:\n  alerts:\n    webhook:\n      url: "+rcv.URL+"/in\n      secret: "+secret+"\n")
 	until := t0.Add(24 * time.Hour).Format(time.RFC3339)
-	flapLog(t, c.DBFile(), t0, 0)
 
 	_, before, _ := cli(t, "", "log", "verify", "--json", "--config", cfg)
 	check := func(how string, out string) {
@@ -352,13 +361,7 @@ func TestWhatIfCLI(t *testing.T) {
 // (inventory.rules_set) are not the configuration's, whatif says so:
 // what did happen followed the recorded ones.
 func TestWhatIfRecordedRules(t *testing.T) {
-	cfg := writeConfig(t, t.TempDir(), noSweeps)
-	c, err := config.Load(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t0 := time.Now().UTC().Truncate(24 * time.Hour).Add(-48 * time.Hour)
-	flapLog(t, c.DBFile(), t0, 0)
+	cfg, c, t0 := flapDB(t, "")
 	st, err := store.Open(c.DBFile(), store.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
