@@ -18,8 +18,8 @@ const (
 	slugDeviceMerged = "device-merged"
 	// slugMergeRefused: the other device of a merge or unmerge is not in
 	// a state that allows it (merged elsewhere, not merged). An unknown
-	// other device is not a refusal but a bad body member: 400
-	// invalid-body on /device (errUnknownOther).
+	// other device is not a refusal but a bad body member: the
+	// Commander's *command.Invalid on device, 400 invalid-body on /device.
 	slugMergeRefused = "merge-refused"
 )
 
@@ -29,11 +29,9 @@ const (
 // applied, and return the device into as the inventory shows it after.
 // They return projections.ErrNotFound for an unknown into (an error that
 // also has a MergedInto() string method when into is itself merged), a
-// *command.Invalid for a missing other device or into itself, a
-// *command.Refused when the other device cannot be merged or unmerged
-// (an unknown other device included: the handler tells that case apart
-// by reading it, see merging), and projections.ErrWriteFailed when the
-// database failed to commit.
+// *command.Invalid for a missing or unknown other device or into itself,
+// a *command.Refused when the other device cannot be merged or unmerged,
+// and projections.ErrWriteFailed when the database failed to commit.
 // Without it, the merge endpoints answer 404 not-found.
 type Merger interface {
 	MergeDevices(ctx context.Context, actor, into, other string) (projections.Device, error)
@@ -67,22 +65,6 @@ func errDeviceMerged(id, into string) *problem {
 
 func errMergeRefused(detail string) *problem {
 	return newProblem(http.StatusConflict, slugMergeRefused, "Merge refused", detail)
-}
-
-// errUnknownOther is the 400 of a body whose device no device has: the
-// path's device exists, the body's member is what is wrong (as for any
-// id in a body, e.g. a notification record's).
-func errUnknownOther(other string) *problem {
-	return fieldsProblem([]fieldError{pointerError("/device",
-		fmt.Sprintf("no device has id %q: list the devices with GET /api/devices and send one of their ids", other))})
-}
-
-// unknownDevice reports whether the inventory shows no device id and
-// does not know it as merged into another.
-func (s *server) unknownDevice(ctx context.Context, id string) bool {
-	_, err := s.inv.Device(ctx, id)
-	var m mergedError
-	return errors.Is(err, projections.ErrNotFound) && !errors.As(err, &m)
 }
 
 // decodeMerge reads {"device": "<id>"}.
@@ -161,11 +143,6 @@ func (s *server) merging(w http.ResponseWriter, r *http.Request, unmerge bool) e
 	var refused *command.Refused
 	switch {
 	case errors.As(err, &refused):
-		// The Commander refuses an unknown other device like one in the
-		// wrong state; it is a bad body member instead.
-		if s.unknownDevice(r.Context(), other) {
-			return errUnknownOther(other)
-		}
 		return errMergeRefused(refused.Msg)
 	case errors.Is(err, projections.ErrNotFound):
 		return deviceNotFound(id, err)

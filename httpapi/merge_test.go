@@ -51,7 +51,7 @@ func (c *fakeCommander) merging(actor, into, other string) (projections.Device, 
 		return d, projections.ErrNotFound
 	}
 	if _, ok := c.inv.devices[other]; !ok {
-		return d, &command.Refused{Msg: fmt.Sprintf("no device has id %q", other)}
+		return d, &command.Invalid{Fields: []command.FieldError{{Field: "device", Detail: fmt.Sprintf("no device has id %q", other)}}}
 	}
 	c.actor = actor
 	return d, nil

@@ -32,7 +32,7 @@ type History interface {
 // separating them again (events/command.Commander implements it), with
 // the signed-in user as the actor. They return a *command.Refused when
 // the other device cannot be merged or unmerged, a *command.Invalid for a
-// missing other device or the device itself. Without it the device page
+// missing or unknown other device or the device itself. Without it the device page
 // has no merge form.
 type Merger interface {
 	MergeDevices(ctx context.Context, actor, into, other string) (projections.Device, error)

@@ -3,6 +3,7 @@ package command
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/jocasta/jocasta/events"
 	"github.com/jocasta/jocasta/projections"
@@ -25,6 +26,12 @@ func mergedInto(err error) (string, bool) {
 	return "", false
 }
 
+// unknownOther is the error of a merge or unmerge whose other device no
+// device has: a bad field of the request, not a refusal of the state.
+func unknownOther(other string) error {
+	return &Invalid{[]FieldError{{"device", fmt.Sprintf("no device has id %q: list the devices with GET /api/devices", other)}}}
+}
+
 // checkMergeInput refuses a request without the other device, or naming
 // the target itself.
 func checkMergeInput(into, other string) error {
@@ -42,8 +49,8 @@ func checkMergeInput(into, other string) error {
 // appends device.merged with actor, and returns into as shown after.
 // into must be a device that is not itself merged (else the error of
 // reading it: projections.ErrNotFound, or the inventory's merged error);
-// other must exist (else a *Refused) and not be merged into a third
-// device (a *Refused naming it). Merging a device already merged into
+// other must exist (else an *Invalid on device) and not be merged into a
+// third device (a *Refused naming it). Merging a device already merged into
 // into appends nothing.
 func (c *Commander) MergeDevices(ctx context.Context, actor, into, other string) (projections.Device, error) {
 	if err := checkMergeInput(into, other); err != nil {
@@ -61,7 +68,7 @@ func (c *Commander) MergeDevices(ctx context.Context, actor, into, other string)
 			return nil, refused("device %q is merged into %q: unmerge it from there first (POST /api/devices/%s/unmerge), or merge %q", other, root, root, root)
 		}
 		if errors.Is(err, projections.ErrNotFound) {
-			return nil, refused("no device has id %q: list the devices with GET /api/devices", other)
+			return nil, unknownOther(other)
 		}
 		if err != nil {
 			return nil, err
@@ -78,8 +85,8 @@ func (c *Commander) MergeDevices(ctx context.Context, actor, into, other string)
 // both are shown again as if never merged (other with whatever was
 // merged into it before). It appends device.unmerged with actor, and
 // returns into as shown after. into must be a device that is not itself
-// merged (else the error of reading it); other must be merged into it
-// (else a *Refused).
+// merged (else the error of reading it); other must exist (else an
+// *Invalid on device) and be merged into it (else a *Refused).
 func (c *Commander) UnmergeDevices(ctx context.Context, actor, into, other string) (projections.Device, error) {
 	if err := checkMergeInput(into, other); err != nil {
 		return projections.Device{}, err
@@ -98,7 +105,7 @@ func (c *Commander) UnmergeDevices(ctx context.Context, actor, into, other strin
 		case err == nil:
 			return nil, refused("device %q is not merged into another device", other)
 		case errors.Is(err, projections.ErrNotFound):
-			return nil, refused("no device has id %q: list the devices with GET /api/devices", other)
+			return nil, unknownOther(other)
 		}
 		return nil, err
 	})

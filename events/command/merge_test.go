@@ -91,7 +91,8 @@ func TestMergeCommands(t *testing.T) {
 		{name: "no other device", into: a, check: isInvalid},
 		{name: "into itself", into: a, other: a, check: isInvalid},
 		{name: "unknown target", into: "dnope", other: a, check: func(err error) bool { return errors.Is(err, projections.ErrNotFound) }},
-		{name: "unknown other", into: a, other: "dnope", check: isRefused},
+		{name: "unknown other", into: a, other: "dnope", check: isInvalid}, // a bad field (400 on /device), not a refusal
+		{name: "unmerge unknown other", unmerge: true, into: a, other: "dnope", check: isInvalid},
 		{name: "unmerge not merged", unmerge: true, into: a, other: b, check: isRefused},
 		{name: "merge", into: a, other: b, check: ok, appends: 1},
 		{name: "merge again", into: a, other: b, check: ok},
