@@ -140,3 +140,51 @@ func TestFullDiskFailsTheStore(t *testing.T) {
 		t.Fatalf("append after reopening: %v", err)
 	}
 }
+
+// TestFailedUpdateFailsTheStore: a writer beside the log (a projection,
+// the notification ledger) whose commit fails fails the store as a
+// failed append does; its own error does not.
+func TestFailedUpdateFailsTheStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	put := func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists([]byte("side"))
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte("k"), []byte("v"))
+	}
+	if err := s.Update(put); err != nil {
+		t.Fatalf("a healthy update: %v", err)
+	}
+	mine := errors.New("the writer's own refusal")
+	if err := s.Update(func(*bolt.Tx) error { return mine }); err != mine {
+		t.Fatalf("fn's error came back as %v, want it unchanged", err)
+	}
+	if s.Err() != nil {
+		t.Fatalf("fn's own error failed the store: %v", s.Err())
+	}
+	eio := &os.PathError{Op: "fdatasync", Path: path, Err: syscall.EIO}
+	commitFault = func() error { return eio }
+	err = s.Update(put)
+	commitFault = nil
+	if !errors.Is(err, ErrOutcomeUnknown) || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("the failed commit answered %v, want ErrOutcomeUnknown wrapping EIO", err)
+	}
+	select {
+	case <-s.Failed():
+	default:
+		t.Fatal("Failed is not closed after an update's failed commit")
+	}
+	called := false
+	if err := s.Update(func(*bolt.Tx) error { called = true; return nil }); !errors.Is(err, ErrFailed) || called {
+		t.Fatalf("an update after the failure answered %v (fn called: %v), want ErrFailed without running fn", err, called)
+	}
+	if _, err := s.Append(context.Background(), tick(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))); !errors.Is(err, ErrFailed) {
+		t.Fatalf("an append after the update's failure answered %v, want ErrFailed", err)
+	}
+}

@@ -82,6 +82,9 @@ func (h *health) runVerify(ctx context.Context, log zerolog.Logger, first, inter
 	}
 }
 
+// dbFailedMsg is logged once serve knows its database failed.
+const dbFailedMsg = "the database failed to commit a write; the outcome of that write is unknown. Stopping so that a restart opens the database afresh"
+
 // watchStore ends serve with an error when the database fails: bbolt is
 // not to be trusted after a failed commit, and a restart by the
 // supervisor (systemd, the container runtime) opens the file afresh.
@@ -90,7 +93,43 @@ func watchStore(ctx context.Context, st *store.Store, log zerolog.Logger) error 
 	case <-ctx.Done():
 		return nil
 	case <-st.Failed():
-		log.Error().Err(st.Err()).Msg("the database failed to commit a write; the outcome of that write is unknown. Stopping so that a restart opens the database afresh")
-		return fmt.Errorf("the database failed: %w", st.Err())
+		log.Error().Err(st.Err()).Msg(dbFailedMsg)
+		return &dbFailedError{cause: st.Err()}
 	}
+}
+
+// dbFailedError is serve's error when its database failed: the outcome
+// of a write is unknown (it wraps store.ErrOutcomeUnknown and the commit
+// error) and a restart must open the file afresh.
+type dbFailedError struct {
+	cause error // the commit error that failed the store
+	first error // the part that stopped serve first, when not watchStore
+}
+
+func (e *dbFailedError) Error() string {
+	msg := "the database failed: " + store.ErrOutcomeUnknown.Error() + ": " + e.cause.Error()
+	if e.first != nil {
+		msg += " (first stopped: " + e.first.Error() + ")"
+	}
+	return msg
+}
+
+func (e *dbFailedError) Unwrap() []error { return []error{store.ErrOutcomeUnknown, e.cause} }
+
+// stopCause is the error serve stops with, given the first error of its
+// parts (err) and the store's failure (failed, nil unless an append's
+// commit failed). A full or failing disk fails every writer of the file
+// at once: the notification ledger's or a projection's commit may fail
+// and stop serve a moment before watchStore sees the store fail. The
+// database's failure is then still the cause to report; the part that
+// stopped first is kept in the message.
+func stopCause(err, failed error) error {
+	var dbErr *dbFailedError
+	if failed == nil || errors.As(err, &dbErr) {
+		return err
+	}
+	if err == nil || errors.Is(err, context.Canceled) {
+		return &dbFailedError{cause: failed}
+	}
+	return &dbFailedError{cause: failed, first: err}
 }

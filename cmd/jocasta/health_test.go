@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -111,9 +113,48 @@ func TestServeExitsWhenTheDatabaseFails(t *testing.T) {
 		t.Fatalf("serve still runs 10 s after its database failed\n%s", d.log)
 	}
 	if err := d.result(); err == nil || !strings.Contains(err.Error(), "database failed") {
-		t.Fatalf("serve returned %v, want the database failure", err)
+		t.Fatalf("serve returned %v, want the database failure; cli said %q\n%s", err, failed, d.log)
 	}
 	if !errors.Is(d.result(), store.ErrOutcomeUnknown) && !strings.Contains(d.log.String(), "outcome of that write is unknown") {
 		t.Fatalf("the log does not say why serve stopped:\n%s", d.log)
+	}
+}
+
+// TestStopCause: whichever part stops serve first on a failed database
+// (watchStore, or the notification ledger's commit on the same full
+// disk), serve reports the database's failure, with the outcome unknown.
+func TestStopCause(t *testing.T) {
+	enospc := errors.New("write jocasta.db: no space left on device")
+	ledger := fmt.Errorf("notify: record decisions after seq 2: %w", errors.New("write jocasta.db: no space left on device"))
+	other := errors.New("http: listen: address in use")
+	for _, tc := range []struct {
+		name          string
+		err, failed   error
+		wantDB        bool
+		wantSame      bool
+		wantInMessage string
+	}{
+		{name: "clean stop", wantSame: true},
+		{name: "another failure, store fine", err: other, wantSame: true},
+		{name: "watchStore first", err: &dbFailedError{cause: enospc}, failed: enospc, wantDB: true, wantSame: true},
+		{name: "ledger first", err: ledger, failed: enospc, wantDB: true, wantInMessage: "first stopped: notify: record decisions"},
+		{name: "signal, then an append failed", err: context.Canceled, failed: enospc, wantDB: true},
+		{name: "nil error, store failed", failed: enospc, wantDB: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := stopCause(tc.err, tc.failed)
+			if tc.wantSame && got != tc.err {
+				t.Fatalf("stopCause changed %v into %v", tc.err, got)
+			}
+			if !tc.wantDB {
+				return
+			}
+			if got == nil || !strings.Contains(got.Error(), "database failed") || !errors.Is(got, store.ErrOutcomeUnknown) || !errors.Is(got, enospc) {
+				t.Fatalf("stopCause = %v, want the database's failure with its outcome unknown and its cause", got)
+			}
+			if !strings.Contains(got.Error(), tc.wantInMessage) {
+				t.Fatalf("stopCause = %q, want it to say %q", got, tc.wantInMessage)
+			}
+		})
 	}
 }

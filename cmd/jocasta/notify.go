@@ -34,7 +34,7 @@ func notifyDestinations(cfg *config.Config) []notify.Destination {
 // inventory and rules. It does not start it.
 func (c *core) newDispatcher(cfg *config.Config, log *slog.Logger) (*notify.Dispatcher, error) {
 	return notify.New(notify.Options{
-		DB: c.st.DB(), Head: c.st.Head, WaitFor: c.sync, Feed: c.inv, Rules: c.rules,
+		DB: c.st.DB(), Update: c.st.Update, Head: c.st.Head, WaitFor: c.sync, Feed: c.inv, Rules: c.rules,
 		Destinations: notifyDestinations(cfg), Log: log, Now: c.now, Observe: c.observeDelivery(),
 		LinkBase: cfg.Server.BaseURL,
 	})

@@ -384,7 +384,14 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 	})
 	err = g.Wait()
 	doorbell.Close()
-	if cerr := st.Close(); err == nil {
+	cerr := st.Close()
+	// After Close no append is in flight (a control-socket write may
+	// outlive the socket's shutdown): st.Err is final.
+	if cause := stopCause(err, st.Err()); cause != err {
+		log.Error().Err(st.Err()).Msg(dbFailedMsg)
+		err = cause
+	}
+	if err == nil {
 		err = cerr
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {

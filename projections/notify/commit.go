@@ -40,14 +40,15 @@ type writeReq struct {
 
 // committer commits the ledger writes of one Run.
 type committer struct {
-	db   *bolt.DB
+	// txn runs one write transaction (Options.Update).
+	txn  func(func(*bolt.Tx) error) error
 	reqs chan writeReq
 	// commits and writes count transactions and the writes they carried.
 	commits, writes atomic.Uint64
 }
 
-func newCommitter(db *bolt.DB) *committer {
-	return &committer{db: db, reqs: make(chan writeReq, maxGroup)}
+func newCommitter(update func(func(*bolt.Tx) error) error) *committer {
+	return &committer{txn: update, reqs: make(chan writeReq, maxGroup)}
 }
 
 // update runs fn in a transaction shared with the writes waiting beside
@@ -113,7 +114,7 @@ func (c *committer) close() { close(c.reqs) }
 func (c *committer) commit(group []writeReq) {
 	c.commits.Add(1)
 	c.writes.Add(uint64(len(group)))
-	err := c.db.Update(func(tx *bolt.Tx) error {
+	err := c.txn(func(tx *bolt.Tx) error {
 		for i, r := range group {
 			if err := r.fn(tx); err != nil {
 				return &groupErr{i: i, err: err}
@@ -137,7 +138,7 @@ func (c *committer) commit(group []writeReq) {
 	}
 	for _, r := range group {
 		c.commits.Add(1)
-		r.done <- c.db.Update(r.fn)
+		r.done <- c.txn(r.fn)
 	}
 }
 

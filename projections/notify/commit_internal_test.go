@@ -42,7 +42,7 @@ func TestCommitterGroups(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			db := testDB(t)
-			c := newCommitter(db)
+			c := newCommitter(db.Update)
 			done := make(chan struct{})
 			go func() { defer close(done); c.run() }()
 			// Hold the writer lock so that the writes pile up behind the
@@ -165,7 +165,7 @@ func TestDueSkipsWaiting(t *testing.T) {
 // quiet spell is committed without waiting for company.
 func TestCommitterLinger(t *testing.T) {
 	db := testDB(t)
-	c := newCommitter(db)
+	c := newCommitter(db.Update)
 	done := make(chan struct{})
 	go func() { defer close(done); c.run() }()
 	defer func() { c.close(); <-done }()

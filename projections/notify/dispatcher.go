@@ -49,6 +49,10 @@ type Options struct {
 	// DB is the database file (store.DB()); the dispatcher keeps its
 	// buckets there.
 	DB *bolt.DB
+	// Update, when set, runs the dispatcher's write transactions in DB
+	// (store.Update, so that a failed commit fails the store as a failed
+	// append does); default DB.Update.
+	Update func(func(*bolt.Tx) error) error
 	// Head is the seq of the last event in the log (store.Head).
 	Head func() uint64
 	// WaitFor returns once the projections have applied seq
@@ -88,6 +92,9 @@ type Options struct {
 }
 
 func (o *Options) setDefaults() {
+	if o.Update == nil {
+		o.Update = o.DB.Update
+	}
 	set := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
@@ -251,7 +258,7 @@ func (d *Dispatcher) Redeliver(destination, id string) (int, error) {
 // never sent.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	var cp uint64
-	err := d.o.DB.Update(func(tx *bolt.Tx) error {
+	err := d.o.Update(func(tx *bolt.Tx) error {
 		if err := createBuckets(tx); err != nil {
 			return err
 		}
@@ -268,7 +275,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	d.o.Log.Info("notifications: dispatcher started", "checkpoint", cp, "destinations", len(d.dests))
 	// The committer outlives the senders and the decider: what they
 	// write while stopping still lands.
-	c := newCommitter(d.o.DB)
+	c := newCommitter(d.o.Update)
 	d.mu.Lock()
 	d.ledger = c
 	d.mu.Unlock()

@@ -352,7 +352,7 @@ func (r *Runner) init() error {
 			}
 		}
 	}
-	err = r.st.DB().Update(func(tx *bolt.Tx) error {
+	err = r.st.Update(func(tx *bolt.Tx) error {
 		vb, err := tx.CreateBucketIfNotExists([]byte(BucketVersions))
 		if err != nil {
 			return err
@@ -929,7 +929,7 @@ func (r *Runner) applyWhole(b *batch) error {
 	applied := slices.Clone(r.applied)
 	r.mu.Unlock()
 
-	err := r.st.DB().Update(func(tx *bolt.Tx) error {
+	err := r.st.Update(func(tx *bolt.Tx) error {
 		for j, ev := range evs {
 			for k, p := range r.projs {
 				if applied[k] >= ev.Seq {
