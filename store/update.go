@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Update runs fn in a write transaction on the store's file, as
@@ -36,7 +36,7 @@ func (s *Store) Update(fn func(*bolt.Tx) error) error {
 		return nil
 	case fnErr != nil:
 		return fnErr
-	case errors.Is(err, bolterrors.ErrDatabaseNotOpen), errors.Is(err, bolterrors.ErrDatabaseReadOnly), errors.Is(err, bolterrors.ErrTxClosed):
+	case errors.Is(err, berrors.ErrDatabaseNotOpen), errors.Is(err, berrors.ErrDatabaseReadOnly), errors.Is(err, berrors.ErrTxClosed):
 		// Nothing was written: a closed or read-only store is no failure.
 		return fmt.Errorf("store: update: %w", err)
 	}
