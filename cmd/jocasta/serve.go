@@ -245,6 +245,7 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 	})
 	g.Go(func() error { return disp.Run(gctx) })
 	g.Go(func() error { return watchStore(gctx, st, log) })
+	g.Go(func() error { return releaseMapped(gctx, st, releaseEvery, log) })
 	verifyFirst := time.Minute
 	if hooks != nil && hooks.verifyFirst > 0 {
 		verifyFirst = hooks.verifyFirst

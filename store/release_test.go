@@ -1,0 +1,109 @@
+package store_test
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/jocasta/jocasta/store"
+)
+
+// mappedRss is the resident size, in bytes, of this process's mappings
+// of the file at path (from /proc/self/smaps).
+func mappedRss(t *testing.T, path string) int64 {
+	t.Helper()
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var rss int64
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if fields := strings.Fields(line); len(fields) >= 5 && strings.Contains(fields[0], "-") && !strings.HasSuffix(fields[0], ":") {
+			in = len(fields) >= 6 && fields[5] == path
+			continue
+		}
+		if in && strings.HasPrefix(line, "Rss:") {
+			kb, err := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rss += kb << 10
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return rss
+}
+
+// TestReleaseMapped reads a 16 MB database through bbolt's mapping, then
+// releases it: the process's resident pages of the file drop, and every
+// value reads back the same afterwards (from the page cache).
+func TestReleaseMapped(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.db")
+	s, err := store.Open(path, store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const n, size = 4096, 4000
+	val := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, size) }
+	if err := s.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists([]byte("side"))
+		if err != nil {
+			return err
+		}
+		for i := range n {
+			if err := b.Put([]byte(fmt.Sprintf("%08d", i)), val(i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	readAll := func() {
+		t.Helper()
+		if err := s.DB().View(func(tx *bolt.Tx) error {
+			b := tx.Bucket([]byte("side"))
+			for i := range n {
+				if !bytes.Equal(b.Get([]byte(fmt.Sprintf("%08d", i))), val(i)) {
+					return fmt.Errorf("value %d differs", i)
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readAll()
+	before := mappedRss(t, path)
+	if before < n*size/2 {
+		t.Fatalf("only %d bytes of the file resident after reading %d bytes: the test does not see the mapping", before, n*size)
+	}
+	covered, err := s.ReleaseMapped()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if covered < n*size {
+		t.Fatalf("ReleaseMapped covered %d bytes, want at least the %d written", covered, n*size)
+	}
+	if after := mappedRss(t, path); after > before/8 {
+		t.Fatalf("resident pages of the file: %d bytes before, %d after the release", before, after)
+	}
+	readAll()
+	if again := mappedRss(t, path); again < n*size/2 {
+		t.Fatalf("reading again mapped only %d bytes back", again)
+	}
+}
