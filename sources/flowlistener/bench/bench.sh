@@ -187,15 +187,22 @@ echo "== serve RSS: $devices devices x $peers peers per hour (an hour spread eve
 cp "$work/seeded.db" "$work/data/jocasta.db"
 start_serve "$work/rss.log"
 echo "serve VmHWM at start: $(hwm "$pid") kB"
-# The highest anonymous and file-mapped RSS, sampled every second (VmHWM
-# is their highest sum).
-( a=0 f=0; while kill -0 "$pid" 2>/dev/null; do
+# The highest RSS, anonymous and file-mapped RSS, sampled every second
+# from the start of the load (VmHWM also counts the start).
+( a=0 f=0 r=0; while kill -0 "$pid" 2>/dev/null; do
     read -r ca cf < <(awk '/RssAnon/ {a=$2} /RssFile/ {f=$2} END {print a+0, f+0}' "/proc/$pid/status" 2>/dev/null || echo 0 0)
     [ "${ca:-0}" -gt "$a" ] && a=$ca; [ "${cf:-0}" -gt "$f" ] && f=$cf
-    echo "$a $f" > "$work/rss-peaks"; sleep 1
+    [ $((${ca:-0} + ${cf:-0})) -gt "$r" ] && r=$((ca + cf))
+    echo "$a $f $r" > "$work/rss-peaks"; sleep 1
   done ) &
 sent=$("$work/flowbench" send --addr "127.0.0.1:$udp" --rate $((devices * peers / 3600)) --duration "$rss_duration" --devices "$devices" --peers "$peers")
 echo "$sent"
+# The peaks while the flows arrived and their windows were recorded, before
+# the API's traffic reads below (each reads every row of the range, and
+# the pages it reads are mapped until serve releases them, within 5 s).
+sleep 70
+read -r load_anon load_file load_rss < "$work/rss-peaks" || true
+echo "highest sampled while the flows came and until their last window was recorded (70 s after): RSS ${load_rss:-?} kB; anonymous ${load_anon:-?} kB, files ${load_file:-?} kB (each its own highest)"
 n=$(echo "$sent" | awk '{print $2}')
 t0=$(date +%s)
 got=0
@@ -205,8 +212,8 @@ while [ "$got" -lt "$n" ] && [ $(($(date +%s) - t0)) -lt 900 ]; do
 done
 echo "recorded $got of $n flows $(($(date +%s) - t0)) s after the sender stopped (the last window closes up to 60 s after it)"
 echo "serve VmHWM after: $(hwm "$pid") kB; $(awk '/VmRSS/ {r=$2} /RssAnon/ {a=$2} /RssFile/ {f=$2} END {print "VmRSS " r " kB (anonymous " a " kB, files " f " kB)"}' "/proc/$pid/status"); database $(du -k "$work/data/jocasta.db" | cut -f1) kB"
-read -r peak_anon peak_file < "$work/rss-peaks" || true
-echo "highest sampled: anonymous ${peak_anon:-?} kB, files ${peak_file:-?} kB"
+read -r peak_anon peak_file peak_rss < "$work/rss-peaks" || true
+echo "highest sampled over the whole run, the API's reads included: RSS ${peak_rss:-?} kB; anonymous ${peak_anon:-?} kB, files ${peak_file:-?} kB (each its own highest)"
 stop_serve
 windows "$work/rss.log"
 
