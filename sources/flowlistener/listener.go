@@ -22,8 +22,6 @@ const (
 	DefaultWindow           = 60 * time.Second
 	DefaultTemplateLifetime = 30 * time.Minute
 	DefaultMaxRows          = 500_000
-	DefaultCutRows          = 32_768
-	DefaultMinWindow        = 10 * time.Second
 	DefaultRcvBuf           = 32 << 20
 )
 
@@ -38,13 +36,6 @@ type Options struct {
 	// MaxRows bounds the rows of one window (memory); flows of new rows
 	// past it are dropped and counted as table_full. Default 500,000.
 	MaxRows int
-	// CutRows closes a window early once it holds that many rows, but
-	// not before it lasted MinWindow: a window's rows are held in memory
-	// until it closes and then written in one event, so the busiest
-	// networks get more, smaller windows instead of a window of hundreds
-	// of thousands of rows. Defaults 32,768 and 10s.
-	CutRows   int
-	MinWindow time.Duration
 	// RcvBuf is the socket receive buffer asked for. Default 32 MiB.
 	RcvBuf int
 	// Log gets one line per window with the listener's state.
@@ -62,12 +53,6 @@ func (o *Options) setDefaults() {
 	}
 	if o.MaxRows <= 0 {
 		o.MaxRows = DefaultMaxRows
-	}
-	if o.CutRows <= 0 {
-		o.CutRows = DefaultCutRows
-	}
-	if o.MinWindow <= 0 {
-		o.MinWindow = DefaultMinWindow
 	}
 	if o.RcvBuf <= 0 {
 		o.RcvBuf = DefaultRcvBuf
@@ -132,8 +117,6 @@ type state struct {
 	exporters map[netip.Addr]*exporter
 	datagrams uint64
 	strangers map[netip.Addr]uint64 // not-exporter sources this window, bounded
-	// full is told once a window's table reaches Options.CutRows rows.
-	full chan struct{}
 }
 
 const maxStrangers = 16
@@ -173,17 +156,6 @@ func (l *Listener) Listen(ctx context.Context, emit func(sources.Result)) error 
 			w.Final, w.Complete = true, false
 			emit(w)
 			return nil
-		case <-st.full:
-			// The window is large: it closes now, or once it lasted
-			// MinWindow, unless its time is up before.
-			at := start.Add(l.opts.MinWindow)
-			if now := l.opts.Now(); at.Before(now) {
-				at = now
-			}
-			if at.Before(cut) {
-				cut, atHour = at, false
-				timer.Reset(max(cut.Sub(l.opts.Now()), 0))
-			}
 		case <-timer.C:
 			now := l.opts.Now()
 			end := now
@@ -219,18 +191,11 @@ func windowEnd(now time.Time, window time.Duration) (time.Time, bool) {
 }
 
 func (l *Listener) newState() *state {
-	st := &state{tab: newTable(l.opts.MaxRows), exporters: map[netip.Addr]*exporter{}, strangers: map[netip.Addr]uint64{}, full: make(chan struct{}, 1)}
+	st := &state{tab: newTable(l.opts.MaxRows), exporters: map[netip.Addr]*exporter{}, strangers: map[netip.Addr]uint64{}}
 	st.dec.lifetime = l.opts.TemplateLifetime
 	st.dec.sink = func(f *flow) {
 		if !st.tab.add(f) {
 			st.dec.drops[dropTableFull]++
-			return
-		}
-		if len(st.tab.rows) == l.opts.CutRows {
-			select {
-			case st.full <- struct{}{}:
-			default:
-			}
 		}
 	}
 	return st
@@ -282,10 +247,6 @@ func (l *Listener) window(st *state, start, end time.Time, first bool, rcvbuf in
 		st.dec.expire(ex, end)
 	}
 	rows := st.tab.drain()
-	select {
-	case <-st.full: // a cut this window asked for and did not get: not the next's
-	default:
-	}
 	w := &sources.FlowWindow{
 		ScanID:    fmt.Sprintf("flowlistener:%s@%d", l.name, end.UnixNano()),
 		Started:   start,

@@ -52,13 +52,7 @@ func (r *recorder) windows() []*sources.FlowWindow {
 // returns its address and a stop function that waits for the scheduler.
 func start(t *testing.T, exporters []netip.Addr, window time.Duration) (*net.UDPAddr, *recorder, func()) {
 	t.Helper()
-	return startWith(t, exporters, Options{Window: window})
-}
-
-// startWith is start with the listener's options.
-func startWith(t *testing.T, exporters []netip.Addr, opts Options) (*net.UDPAddr, *recorder, func()) {
-	t.Helper()
-	l, err := New("test", Config{Enabled: true, Listen: "127.0.0.1:0", Exporters: exporters}, opts)
+	l, err := New("test", Config{Enabled: true, Listen: "127.0.0.1:0", Exporters: exporters}, Options{Window: window})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,49 +140,6 @@ func TestListenerWindows(t *testing.T) {
 	}
 	if len(w.Exporters) != 1 || w.Exporters[0].Templates != 1 || len(w.Exporters[0].Versions) != 2 {
 		t.Fatalf("exporters %+v", w.Exporters)
-	}
-}
-
-// A window that reaches CutRows rows closes early, once it lasted
-// MinWindow, and not before: every row is in exactly one window.
-func TestListenerCutsLargeWindows(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	const minWindow = 300 * time.Millisecond
-	addr, rec, stop := startWith(t, []netip.Addr{netip.MustParseAddr("127.0.0.1")}, Options{Window: time.Hour, CutRows: 100, MinWindow: minWindow})
-	// 250 rows (one service port each), 25 to a datagram.
-	seq := uint32(0)
-	for d := range 10 {
-		var recs []fg.Rec
-		for i := range 25 {
-			recs = append(recs, rec_(lan, wan, 50000, uint16(1+d*25+i), 100, 1))
-		}
-		send(t, "127.0.0.1", addr, fg.V5(seq, 0, recs))
-		seq += 25
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(rec.windows()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no window closed early within 10 s (CutRows 100, 250 rows sent)")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	stop()
-	ws := rec.windows()
-	if len(ws) != 2 {
-		t.Fatalf("%d windows, want the one cut at 100 rows and the final one", len(ws))
-	}
-	cutw, final := ws[0], ws[1]
-	if cutw.Final || !cutw.Complete || len(cutw.Rows) < 100 {
-		t.Fatalf("the cut window: final %v complete %v rows %d, want a complete window of at least 100 rows", cutw.Final, cutw.Complete, len(cutw.Rows))
-	}
-	if took := cutw.Finished.Sub(cutw.Started); took < minWindow || took > time.Minute {
-		t.Fatalf("the cut window lasted %v, want at least MinWindow (%v) and far less than its hour", took, minWindow)
-	}
-	if !final.Final || !final.Started.Equal(cutw.Finished) {
-		t.Fatalf("the final window %+v does not follow the cut one", final)
-	}
-	if n := len(cutw.Rows) + len(final.Rows); n != 250 || cutw.Flows+final.Flows != 250 {
-		t.Fatalf("%d rows and %d flows in the two windows, want each of the 250 once", n, cutw.Flows+final.Flows)
 	}
 }
 
