@@ -22,6 +22,25 @@ func tick(at time.Time) events.Envelope {
 	return e
 }
 
+// failCommit runs write with the next commit failing as a failed fsync
+// fails it (EIO), and checks that write learns its outcome is unknown and
+// that the store is failed.
+func failCommit(t *testing.T, s *Store, path string, write func() error) {
+	t.Helper()
+	eio := &os.PathError{Op: "fdatasync", Path: path, Err: syscall.EIO}
+	commitFault = func() error { return eio }
+	err := write()
+	commitFault = nil
+	if !errors.Is(err, ErrOutcomeUnknown) || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("the failed commit answered %v, want ErrOutcomeUnknown wrapping EIO", err)
+	}
+	select {
+	case <-s.Failed():
+	default:
+		t.Fatal("Failed is not closed after a failed commit")
+	}
+}
+
 // TestFailedCommitFailsTheStore injects a commit failure (as a failed
 // fsync gives) and checks that the caller learns the outcome is unknown,
 // that every later append fails fast without touching the file, and that
@@ -40,18 +59,10 @@ func TestFailedCommitFailsTheStore(t *testing.T) {
 	if s.Err() != nil {
 		t.Fatal("a healthy store reports an error")
 	}
-	eio := &os.PathError{Op: "fdatasync", Path: path, Err: syscall.EIO}
-	commitFault = func() error { return eio }
-	_, err = s.Append(context.Background(), tick(at.Add(time.Second)))
-	commitFault = nil
-	if !errors.Is(err, ErrOutcomeUnknown) || !errors.Is(err, syscall.EIO) {
-		t.Fatalf("the failed commit answered %v, want ErrOutcomeUnknown wrapping EIO", err)
-	}
-	select {
-	case <-s.Failed():
-	default:
-		t.Fatal("Failed is not closed after a failed commit")
-	}
+	failCommit(t, s, path, func() error {
+		_, err := s.Append(context.Background(), tick(at.Add(time.Second)))
+		return err
+	})
 	if !errors.Is(s.Err(), syscall.EIO) {
 		t.Fatalf("Err %v, want the commit's error", s.Err())
 	}
@@ -168,18 +179,7 @@ func TestFailedUpdateFailsTheStore(t *testing.T) {
 	if s.Err() != nil {
 		t.Fatalf("fn's own error failed the store: %v", s.Err())
 	}
-	eio := &os.PathError{Op: "fdatasync", Path: path, Err: syscall.EIO}
-	commitFault = func() error { return eio }
-	err = s.Update(put)
-	commitFault = nil
-	if !errors.Is(err, ErrOutcomeUnknown) || !errors.Is(err, syscall.EIO) {
-		t.Fatalf("the failed commit answered %v, want ErrOutcomeUnknown wrapping EIO", err)
-	}
-	select {
-	case <-s.Failed():
-	default:
-		t.Fatal("Failed is not closed after an update's failed commit")
-	}
+	failCommit(t, s, path, func() error { return s.Update(put) })
 	called := false
 	if err := s.Update(func(*bolt.Tx) error { called = true; return nil }); !errors.Is(err, ErrFailed) || called {
 		t.Fatalf("an update after the failure answered %v (fn called: %v), want ErrFailed without running fn", err, called)
