@@ -117,10 +117,11 @@ func (e *dbFailedError) Error() string {
 func (e *dbFailedError) Unwrap() []error { return []error{store.ErrOutcomeUnknown, e.cause} }
 
 // stopCause is the error serve stops with, given the first error of its
-// parts (err) and the store's failure (failed, nil unless an append's
-// commit failed). A full or failing disk fails every writer of the file
-// at once: the notification ledger's or a projection's commit may fail
-// and stop serve a moment before watchStore sees the store fail. The
+// parts (err) and the store's failure (failed, nil unless a commit
+// failed: an append's, or a projection's or the notification ledger's
+// through store.Update). A full or failing disk fails every writer of
+// the file at once, and the part whose commit failed may stop serve a
+// moment before watchStore sees the store fail. The
 // database's failure is then still the cause to report; the part that
 // stopped first is kept in the message.
 func stopCause(err, failed error) error {
