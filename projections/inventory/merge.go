@@ -130,10 +130,25 @@ func (i *Inventory) groupOf(d *device) []*device {
 // the root of a group or a member) one of which is online: then a
 // change of d's own presence does not change the group's (unionOf: the
 // group is online while any member is). The caller holds the lock.
+//
+// It runs for every presence change once anything is merged, so it walks
+// the links without gathering every group (mergeGroups).
 func (i *Inventory) groupOnlineBesides(d *device) bool {
-	for _, m := range i.groupOf(d) {
-		if m != d && m.Presence == presenceOnline {
-			return true
+	if len(i.merges) == 0 {
+		return false
+	}
+	root := i.rootOf(d.ID)
+	if r := i.devs[root]; root != d.ID && r != nil && r.Presence == presenceOnline {
+		return true
+	}
+	for id := range i.merges {
+		if id == d.ID {
+			continue
+		}
+		if m := i.devs[id]; m != nil && m.Presence == presenceOnline {
+			if _, linked := i.parentOf(id); linked && i.rootOf(id) == root {
+				return true
+			}
 		}
 	}
 	return false
