@@ -469,10 +469,9 @@ func (p *Projection) PeerName(deviceID string, peer netip.Addr, at time.Time) st
 		for _, hh := range []uint32{h, h - 1} {
 			// The domains the device looked up in hour hh (from the
 			// addresses it held then), in domain id order.
-			var err error
-			if mine, err = hourLookups(hb, hh, own, clients, idx, math.MaxInt, mine); err != nil {
-				return err
-			}
+			// A row that does not decode is skipped (a name is a hint):
+			// the lookups read before it still count.
+			mine, _ = hourLookups(hb, hh, own, clients, idx, math.MaxInt, mine)
 			c := ab.Cursor()
 			var pre [4]byte
 			binary.BigEndian.PutUint32(pre[:], hh)

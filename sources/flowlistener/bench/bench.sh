@@ -197,6 +197,7 @@ echo "serve VmHWM at start: $(hwm "$pid") kB"
   done ) &
 sent=$("$work/flowbench" send --addr "127.0.0.1:$udp" --rate $((devices * peers / 3600)) --duration "$rss_duration" --devices "$devices" --peers "$peers")
 echo "$sent"
+stopped=$(date +%s)
 # The peaks while the flows arrived and their windows were recorded, before
 # the API's traffic reads below (each reads every row of the range, and
 # the pages it reads are mapped until serve releases them, within 5 s).
@@ -204,13 +205,12 @@ sleep 70
 read -r load_anon load_file load_rss < "$work/rss-peaks" || true
 echo "highest sampled while the flows came and until their last window was recorded (70 s after): RSS ${load_rss:-?} kB; anonymous ${load_anon:-?} kB, files ${load_file:-?} kB (each its own highest)"
 n=$(echo "$sent" | awk '{print $2}')
-t0=$(date +%s)
 got=0
-while [ "$got" -lt "$n" ] && [ $(($(date +%s) - t0)) -lt 900 ]; do
+while [ "$got" -lt "$n" ] && [ $(($(date +%s) - stopped)) -lt 900 ]; do
   sleep 5
   got=$(recorded)
 done
-echo "recorded $got of $n flows $(($(date +%s) - t0)) s after the sender stopped (the last window closes up to 60 s after it)"
+echo "recorded $got of $n flows $(($(date +%s) - stopped)) s after the sender stopped (the first read comes 70 s after; the last window closes up to 60 s after it)"
 echo "serve VmHWM after: $(hwm "$pid") kB; $(awk '/VmRSS/ {r=$2} /RssAnon/ {a=$2} /RssFile/ {f=$2} END {print "VmRSS " r " kB (anonymous " a " kB, files " f " kB)"}' "/proc/$pid/status"); database $(du -k "$work/data/jocasta.db" | cut -f1) kB"
 read -r peak_anon peak_file peak_rss < "$work/rss-peaks" || true
 echo "highest sampled over the whole run, the API's reads included: RSS ${peak_rss:-?} kB; anonymous ${peak_anon:-?} kB, files ${peak_file:-?} kB (each its own highest)"
