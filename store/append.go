@@ -295,8 +295,7 @@ func (s *Store) commit(batch []*request) {
 		}
 		// The commit failed (a write or fsync error): what reached the
 		// disk is unknown, and bbolt's state is no longer to be trusted.
-		s.fail(err)
-		err = fmt.Errorf("store: append: commit: %w: %w", ErrOutcomeUnknown, err)
+		err = s.commitFailed("append", err)
 		for _, r := range pending {
 			r.done <- result{err: err}
 		}

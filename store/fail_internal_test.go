@@ -187,4 +187,8 @@ func TestFailedUpdateFailsTheStore(t *testing.T) {
 	if _, err := s.Append(context.Background(), tick(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))); !errors.Is(err, ErrFailed) {
 		t.Fatalf("an append after the update's failure answered %v, want ErrFailed", err)
 	}
+	s.Close()
+	if err := s.Update(func(*bolt.Tx) error { called = true; return nil }); !errors.Is(err, ErrClosed) || called {
+		t.Fatalf("an update after Close answered %v (fn called: %v), want ErrClosed", err, called)
+	}
 }

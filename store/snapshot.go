@@ -308,7 +308,7 @@ func (s *Store) DeleteSnapshotsBefore(seq uint64) error {
 	if s.isClosed() {
 		return fmt.Errorf("store: delete snapshots before %d: %w", seq, ErrClosed)
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.Update(func(tx *bolt.Tx) error {
 		sb := tx.Bucket(bSnapshots)
 		var keys [][]byte
 		err := sb.ForEachBucket(func(k []byte) error {
@@ -373,7 +373,7 @@ func (s *Store) Compact(ctx context.Context, through uint64) (removed int, err e
 			n  int
 			at anchor
 		)
-		err := s.db.Update(func(tx *bolt.Tx) error {
+		err := s.Update(func(tx *bolt.Tx) error {
 			lb := tx.Bucket(bLog)
 			c := lb.Cursor()
 			var keys [][]byte

@@ -1,11 +1,9 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Update runs fn in a write transaction on the store's file, as
@@ -15,31 +13,39 @@ import (
 // fsync error, a full disk) fails the store as an append's failed commit
 // does: the file is shared, bbolt is not to be trusted after it, Failed
 // closes and later appends answer ErrFailed. Its error wraps
-// ErrOutcomeUnknown. A store that already failed refuses with ErrFailed
-// without touching the file.
+// ErrOutcomeUnknown. A store that is closed, read-only or already failed
+// refuses (ErrClosed, ErrReadOnly, ErrFailed) without touching the file.
 func (s *Store) Update(fn func(*bolt.Tx) error) error {
+	switch {
+	case s.isClosed():
+		return fmt.Errorf("store: update: %w", ErrClosed)
+	case s.readOnly:
+		return fmt.Errorf("store: update: %w", ErrReadOnly)
+	}
 	if err := s.Err(); err != nil {
 		return fmt.Errorf("store: update: %w (%w)", ErrFailed, err)
 	}
 	var fnErr error
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		if fnErr = fn(tx); fnErr != nil {
-			return fnErr
-		}
-		if commitFault != nil {
-			return commitFault()
-		}
-		return nil
+	err := s.update(func(tx *bolt.Tx) error {
+		fnErr = fn(tx)
+		return fnErr
 	})
 	switch {
 	case err == nil:
 		return nil
 	case fnErr != nil:
 		return fnErr
-	case errors.Is(err, berrors.ErrDatabaseNotOpen), errors.Is(err, berrors.ErrDatabaseReadOnly), errors.Is(err, berrors.ErrTxClosed):
-		// Nothing was written: a closed or read-only store is no failure.
-		return fmt.Errorf("store: update: %w", err)
 	}
+	return s.commitFailed("update", err)
+}
+
+// View runs fn in a read transaction on the store's file, as
+// bolt.DB.View does (with Update, the store is a projections.DB).
+func (s *Store) View(fn func(*bolt.Tx) error) error { return s.db.View(fn) }
+
+// commitFailed fails the store with the commit error err of op and
+// returns the error its caller answers: the outcome is unknown.
+func (s *Store) commitFailed(op string, err error) error {
 	s.fail(err)
-	return fmt.Errorf("store: update: commit: %w: %w", ErrOutcomeUnknown, err)
+	return fmt.Errorf("store: %s: commit: %w: %w", op, ErrOutcomeUnknown, err)
 }

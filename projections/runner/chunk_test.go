@@ -11,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/jocasta/jocasta/events"
+	"github.com/jocasta/jocasta/projections"
 	"github.com/jocasta/jocasta/store"
 )
 
@@ -25,7 +26,7 @@ type chunking struct {
 
 func (c *chunking) Chunked(ev events.Envelope) bool { return ev.Seq%5 == 0 }
 
-func (c *chunking) ApplyChunks(_ context.Context, db *bolt.DB, ev events.Envelope) error {
+func (c *chunking) ApplyChunks(_ context.Context, db projections.DB, ev events.Envelope) error {
 	var cp uint64
 	_ = db.View(func(tx *bolt.Tx) error { cp = store.Checkpoint(tx, c.name); return nil })
 	c.log = append(c.log, fmt.Sprintf("chunks %d (checkpoint %d)", ev.Seq, cp))

@@ -16,6 +16,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/jocasta/jocasta/events"
+	"github.com/jocasta/jocasta/projections"
 	"github.com/jocasta/jocasta/store"
 )
 
@@ -80,7 +81,8 @@ type SharedPreparer interface {
 // bbolt keeps every page a transaction touches in memory until it
 // commits). For an event Chunked reports, the runner commits the batch
 // before it, then calls ApplyChunks, which writes the event's rows in
-// transactions of its own and records in each how far it got, so that
+// transactions of its own (through db, the store, so that a failed
+// commit fails the store as any other does) and records in each how far it got, so that
 // after a crash it resumes instead of writing rows twice; the runner
 // then applies the event as any other (Apply finishes it and removes
 // that record, and every checkpoint moves past it in that transaction).
@@ -89,7 +91,7 @@ type SharedPreparer interface {
 // written after the next start).
 type Chunker interface {
 	Chunked(ev events.Envelope) bool
-	ApplyChunks(ctx context.Context, db *bolt.DB, ev events.Envelope) error
+	ApplyChunks(ctx context.Context, db projections.DB, ev events.Envelope) error
 }
 
 // BucketVersions is the runner's bucket: projection name → the version
@@ -878,7 +880,7 @@ func (r *Runner) applyBatch(ctx context.Context, b *batch) error {
 		// b starts with the chunked event; it is applied with what
 		// follows it, up to the next chunked one.
 		for _, c := range chunkers {
-			if err := c.ApplyChunks(ctx, r.st.DB(), b.evs[0]); err != nil {
+			if err := c.ApplyChunks(ctx, r.st, b.evs[0]); err != nil {
 				err = fmt.Errorf("runner: apply seq %d in parts: %w", b.evs[0].Seq, err)
 				if ctx.Err() != nil {
 					return err // shutting down: the parts went as far as they say

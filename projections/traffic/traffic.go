@@ -337,7 +337,7 @@ func (p *Projection) Chunked(ev events.Envelope) bool {
 // progress in each, from where an earlier run left it; it stops
 // between two parts when ctx ends. Apply then writes the rest (nothing)
 // and the listener's state.
-func (p *Projection) ApplyChunks(ctx context.Context, db *bolt.DB, ev events.Envelope) error {
+func (p *Projection) ApplyChunks(ctx context.Context, db projections.DB, ev events.Envelope) error {
 	payload, err := p.reg.Upcast(ev)
 	if err != nil {
 		return fmt.Errorf("traffic: %w", err)
