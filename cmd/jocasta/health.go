@@ -82,19 +82,19 @@ func (h *health) runVerify(ctx context.Context, log zerolog.Logger, first, inter
 	}
 }
 
-// dbFailedMsg is logged once serve knows its database failed.
+// dbFailedMsg is logged once, by serve as it stops, when its database
+// failed.
 const dbFailedMsg = "the database failed to commit a write; the outcome of that write is unknown. Stopping so that a restart opens the database afresh"
 
 // watchStore ends serve with an error when the database fails: bbolt is
 // not to be trusted after a failed commit, and a restart by the
 // supervisor (systemd, the container runtime) opens the file afresh.
-func watchStore(ctx context.Context, st *store.Store, log zerolog.Logger) error {
+func watchStore(ctx context.Context, st *store.Store) error {
 	select {
 	case <-ctx.Done():
 		return nil
 	case <-st.Failed():
-		log.Error().Err(st.Err()).Msg(dbFailedMsg)
-		return &dbFailedError{cause: st.Err()}
+		return &dbFailedError{cause: st.Err()} // serve logs it as it stops (stopCause)
 	}
 }
 

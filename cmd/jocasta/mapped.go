@@ -18,11 +18,14 @@ import (
 // (about 100 MB at 10,000 devices and 1,000 peers per hour).
 const releaseEvery = 5 * time.Second
 
-// releaseMapped releases the database's mapped pages at once (the
-// projections' load read the whole file) and then every interval until
-// ctx ends. A failure is logged, not fatal: the pages are the kernel's
-// to reclaim anyway.
-func releaseMapped(ctx context.Context, st *store.Store, interval time.Duration, log zerolog.Logger) error {
+// releaseMapped releases the database's mapped pages once loaded
+// returns (the projections' load and catch-up read the whole file) and
+// then every interval until ctx ends. A failure is logged, not fatal:
+// the pages are the kernel's to reclaim anyway.
+func releaseMapped(ctx context.Context, st *store.Store, loaded func(context.Context) error, interval time.Duration, log zerolog.Logger) error {
+	if loaded(ctx) != nil {
+		return nil // ctx ended
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	warned := false

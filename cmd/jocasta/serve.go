@@ -244,8 +244,9 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 		return clock.Run(gctx)
 	})
 	g.Go(func() error { return disp.Run(gctx) })
-	g.Go(func() error { return watchStore(gctx, st, log) })
-	g.Go(func() error { return releaseMapped(gctx, st, releaseEvery, log) })
+	g.Go(func() error { return watchStore(gctx, st) })
+	loaded := func(ctx context.Context) error { return run.WaitFor(ctx, st.Head()) }
+	g.Go(func() error { return releaseMapped(gctx, st, loaded, releaseEvery, log) })
 	verifyFirst := time.Minute
 	if hooks != nil && hooks.verifyFirst > 0 {
 		verifyFirst = hooks.verifyFirst
@@ -388,9 +389,9 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 	cerr := st.Close()
 	// After Close no append is in flight (a control-socket write may
 	// outlive the socket's shutdown): st.Err is final.
-	if cause := stopCause(err, st.Err()); cause != err {
-		log.Error().Err(st.Err()).Msg(dbFailedMsg)
-		err = cause
+	err = stopCause(err, st.Err())
+	if dbErr := (*dbFailedError)(nil); errors.As(err, &dbErr) {
+		log.Error().Err(dbErr.cause).Msg(dbFailedMsg)
 	}
 	if err == nil {
 		err = cerr

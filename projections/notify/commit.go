@@ -108,9 +108,10 @@ func (c *committer) run() {
 // close stops run once the requests already sent are answered.
 func (c *committer) close() { close(c.reqs) }
 
-// commit writes group in one transaction. When that fails, each write is
-// tried in a transaction of its own, so that one write's error is its
-// own and the others still land.
+// commit writes group in one transaction. When one write's fn fails,
+// each write is tried in a transaction of its own, so that one write's
+// error is its own and the others still land; when the commit fails,
+// every write gets its error.
 func (c *committer) commit(group []writeReq) {
 	c.commits.Add(1)
 	c.writes.Add(uint64(len(group)))
@@ -129,11 +130,16 @@ func (c *committer) commit(group []writeReq) {
 		return
 	}
 	var ge *groupErr
-	if len(group) == 1 {
-		if errors.As(err, &ge) {
-			err = ge.err
+	if !errors.As(err, &ge) {
+		// The commit itself failed: that is every write's outcome (the
+		// store is failed and refuses the rest anyway).
+		for _, r := range group {
+			r.done <- err
 		}
-		group[0].done <- err
+		return
+	}
+	if len(group) == 1 {
+		group[0].done <- ge.err
 		return
 	}
 	for _, r := range group {

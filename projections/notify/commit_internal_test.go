@@ -203,3 +203,32 @@ func TestCommitterLinger(t *testing.T) {
 	}
 	t.Logf("a write alone: %s; 60 writes a millisecond apart: %d commits", alone, c.commits.Load()-before)
 }
+
+// TestCommitFailedGroup: when a group's commit fails (a full disk), every
+// write of the group gets the commit's error, and none is tried again on
+// its own (the store refuses after a failed commit).
+func TestCommitFailedGroup(t *testing.T) {
+	db := testDB(t)
+	diskFull := errors.New("write jocasta.db: no space left on device")
+	calls := 0
+	c := newCommitter(func(fn func(*bolt.Tx) error) error {
+		calls++
+		if err := db.View(fn); err != nil { // (a read transaction: fn's puts fail)
+			return err
+		}
+		return diskFull
+	})
+	var group []writeReq
+	for range 3 {
+		group = append(group, writeReq{fn: func(*bolt.Tx) error { return nil }, done: make(chan error, 1)})
+	}
+	c.commit(group)
+	for i, r := range group {
+		if err := <-r.done; !errors.Is(err, diskFull) {
+			t.Errorf("write %d answered %v, want the commit's error", i, err)
+		}
+	}
+	if calls != 1 {
+		t.Fatalf("%d transactions, want the group's one and no retries", calls)
+	}
+}
