@@ -288,7 +288,22 @@ func TestMergeWrites(t *testing.T) {
 // instant after the last change is in the live list's order, for every
 // sort the list at an instant takes.
 func TestHistoryAtSortMatchesLive(t *testing.T) {
-	e, _, _ := mergeEnv(t)
+	e, st, _ := mergeEnv(t)
+	// Two more devices whose addresses sort otherwise as text than as
+	// numbers (10.0.0.9 < 10.0.0.21 < 10.0.0.100), so that the name
+	// order (a device without a name is named by its address, as text)
+	// is not the ip order.
+	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	sweep := events.SweepCompleted{ScanID: "s2", Started: at.Add(-time.Second), Finished: at,
+		Networks: []string{"10.0.0.0/24"}, ProbesSent: 254, Complete: true, Hosts: []events.SweepHost{
+			{IP: "10.0.0.9", Network: "10.0.0.0/24", MAC: "00:11:22:00:00:09", Via: "icmp"},
+			{IP: "10.0.0.100", Network: "10.0.0.0/24", MAC: "00:11:22:00:01:00", Via: "icmp"},
+		}}
+	ev := events.MustNew(events.KindSweepCompleted, sweep, at)
+	ev.Source = "sweep:lab"
+	if _, err := st.Append(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
 	ids := func(target string) []string {
 		t.Helper()
 		resp, out := e.do("GET", target, "", bearer(tokRead))
@@ -307,9 +322,14 @@ func TestHistoryAtSortMatchesLive(t *testing.T) {
 		}
 		return got
 	}
+	for deadline := time.Now().Add(5 * time.Second); len(ids("/api/devices")) != 6; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the second sweep's devices were not listed within 5 s")
+		}
+	}
 	for _, sort := range []string{"name", "-name", "ip", "-ip", "first_seen", "-first_seen"} {
 		live, past := ids("/api/devices?sort="+sort), ids("/api/devices?at=2026-11-22T10:00:01Z&sort="+sort)
-		if len(live) != 4 || !slices.Equal(live, past) {
+		if len(live) != 6 || !slices.Equal(live, past) {
 			t.Errorf("sort=%s: live %v, at an instant %v", sort, live, past)
 		}
 	}
