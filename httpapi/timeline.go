@@ -26,14 +26,7 @@ func (s *server) deviceTimeline(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	sp, up := q.timeRange()
-	until := s.now().UTC()
-	if up != nil {
-		until = *up
-	}
-	since := until.Add(-timeline.DefaultRange)
-	if sp != nil {
-		since = *sp
-	}
+	since, until := timeline.Range(sp, up, s.now())
 	if up == nil && sp != nil && until.Before(since) {
 		q.fail("since", "later than now: give a since in the past, or an until after it")
 	}

@@ -190,15 +190,9 @@ func (s *Server) timelineQueryOf(q query) (timelineQuery, error) {
 
 // deviceTimeline reads a page of the device's Timeline.
 func (s *Server) deviceTimeline(ctx context.Context, id string, tq timelineQuery) (timelineView, error) {
-	v := timelineView{To: s.now().UTC(), Last7: tq.since == nil && tq.until == nil,
+	v := timelineView{Last7: tq.since == nil && tq.until == nil,
 		Since: tq.params.Get("since"), Until: tq.params.Get("until")}
-	if tq.until != nil {
-		v.To = tq.until.UTC()
-	}
-	v.From = v.To.Add(-timeline.DefaultRange)
-	if tq.since != nil {
-		v.From = tq.since.UTC()
-	}
+	v.From, v.To = timeline.Range(tq.since, tq.until, s.now())
 	if !v.From.Before(v.To) {
 		return v, errBadRequest("The Timeline's since must be before its until (and before now when until is empty).")
 	}

@@ -133,6 +133,26 @@ func (it *Item) before(c *cursor) bool {
 	return it.key < c.K
 }
 
+// ErrRange is returned by Read for an until before since or a range
+// longer than MaxRange (its callers check the range first, to answer it
+// in their words).
+var ErrRange = fmt.Errorf("timeline: since must be at or before until, at most %d days before", MaxRange/(24*time.Hour))
+
+// Range is the range of a timeline read at now from the caller's since
+// and until (nil when left out): until defaults to now, since to
+// DefaultRange before until.
+func Range(since, until *time.Time, now time.Time) (from, to time.Time) {
+	to = now.UTC()
+	if until != nil {
+		to = until.UTC()
+	}
+	from = to.Add(-DefaultRange)
+	if since != nil {
+		from = since.UTC()
+	}
+	return from, to
+}
+
 // Read returns a page of the device's timeline, newest first. It does
 // not check that the device exists (its callers do, to answer an unknown
 // or merged device as they answer it elsewhere); a traffic or DNS model
@@ -141,6 +161,11 @@ func Read(ctx context.Context, id string, src Sources, q Query) (projections.Pag
 	cur, err := parseCursor(q.Cursor)
 	if err != nil {
 		return projections.Page[Item]{}, err
+	}
+	// The traffic hours are read at most 10 pages of 1,000 (below): a
+	// longer range would lose its newest hours.
+	if q.Until.Before(q.Since) || q.Until.Sub(q.Since) > MaxRange {
+		return projections.Page[Item]{}, ErrRange
 	}
 	limit := max(q.Limit, 1)
 	since, until := q.Since, q.Until

@@ -84,3 +84,37 @@ func TestRead(t *testing.T) {
 		}
 	}
 }
+
+// TestRange: the defaults of a read's range, and Read refusing a range it
+// cannot read whole (its traffic pages cover MaxRange).
+func TestRange(t *testing.T) {
+	now := time.Date(2026, 3, 2, 12, 0, 0, 0, time.FixedZone("CET", 3600))
+	since, until := now.Add(-48*time.Hour), now.Add(-time.Hour)
+	for _, tc := range []struct {
+		name          string
+		since, until  *time.Time
+		wantF, wantTo time.Time
+	}{
+		{"both left out", nil, nil, now.Add(-timeline.DefaultRange).UTC(), now.UTC()},
+		{"since only", &since, nil, since.UTC(), now.UTC()},
+		{"until only", nil, &until, until.Add(-timeline.DefaultRange).UTC(), until.UTC()},
+		{"both", &since, &until, since.UTC(), until.UTC()},
+	} {
+		from, to := timeline.Range(tc.since, tc.until, now)
+		if !from.Equal(tc.wantF) || !to.Equal(tc.wantTo) || from.Location() != time.UTC || to.Location() != time.UTC {
+			t.Errorf("%s: Range = %v, %v; want %v, %v in UTC", tc.name, from, to, tc.wantF, tc.wantTo)
+		}
+	}
+	src := timeline.Sources{Changes: changes{}}
+	for name, q := range map[string]timeline.Query{
+		"longer than MaxRange": {Since: now.Add(-timeline.MaxRange - time.Hour), Until: now, Limit: 1},
+		"until before since":   {Since: now, Until: now.Add(-time.Hour), Limit: 1},
+	} {
+		if _, err := timeline.Read(context.Background(), "d", src, q); !errors.Is(err, timeline.ErrRange) {
+			t.Errorf("%s: Read answered %v, want ErrRange", name, err)
+		}
+	}
+	if _, err := timeline.Read(context.Background(), "d", src, timeline.Query{Since: now.Add(-timeline.MaxRange), Until: now, Limit: 1}); err != nil {
+		t.Errorf("a range of exactly MaxRange: %v", err)
+	}
+}
