@@ -1,8 +1,9 @@
 // Package timeline reads a device's timeline: its change-log entries and,
 // where recorded, its hourly traffic and DNS totals, merged into one list,
 // newest first, paged by a cursor. GET /api/devices/{id}/timeline
-// (httpapi) and the device page's Timeline section (ui) both show what
-// Read returns, so the two cannot drift apart.
+// (httpapi) and the device page's Timeline section (ui) both show the
+// items Read returns, so the two cannot drift apart (the page words an
+// hour's totals in its own units, as its other sections do).
 //
 // # Overview
 //

@@ -226,9 +226,7 @@ func Read(ctx context.Context, id string, src Sources, q Query) (projections.Pag
 				if it.Hour == nil {
 					continue
 				}
-				add(Item{Time: it.Hour.UTC(), Kind: KindTraffic, Source: "flows", Actor: "flows",
-					Summary: fmt.Sprintf("%s in, %s out in %d flows", humanBytes(it.BytesIn), humanBytes(it.BytesOut), it.FlowsIn+it.FlowsOut),
-					Data:    it.Totals, key: "t"})
+				add(Item{Time: it.Hour.UTC(), Kind: KindTraffic, Source: "flows", Actor: "flows", Data: it.Totals, key: "t"}) // Summary: summarize
 			}
 			if page.NextCursor == nil || len(page.Items) == 0 {
 				break
@@ -259,8 +257,7 @@ func Read(ctx context.Context, id string, src Sources, q Query) (projections.Pag
 				top[k] = d.Domain
 			}
 			add(Item{Time: h.Hour.UTC(), Kind: KindDNS, Source: "dns", Actor: "dns",
-				Summary: fmt.Sprintf("%d lookups (%d blocked): %s", h.Lookups, h.Blocked, strings.Join(top, ", ")),
-				Data:    DNSHour{Lookups: h.Lookups, Blocked: h.Blocked, Domains: top, DistinctDomains: h.Domains}, key: "d"})
+				Data: DNSHour{Lookups: h.Lookups, Blocked: h.Blocked, Domains: top, DistinctDomains: h.Domains}, key: "d"}) // Summary: summarize
 		}
 		more = more || older
 	}
@@ -288,7 +285,21 @@ func Read(ctx context.Context, id string, src Sources, q Query) (projections.Pag
 	if out.Items == nil {
 		out.Items = []Item{}
 	}
+	for i := range out.Items {
+		summarize(&out.Items[i])
+	}
 	return out, nil
+}
+
+// summarize words an hourly item's totals, for the items of the page
+// only (a range holds up to thousands of hours).
+func summarize(it *Item) {
+	switch d := it.Data.(type) {
+	case traffic.Totals:
+		it.Summary = fmt.Sprintf("%s in, %s out in %d flows", humanBytes(d.BytesIn), humanBytes(d.BytesOut), d.FlowsIn+d.FlowsOut)
+	case DNSHour:
+		it.Summary = fmt.Sprintf("%d lookups (%d blocked): %s", d.Lookups, d.Blocked, strings.Join(d.Domains, ", "))
+	}
 }
 
 // humanBytes says a byte count in a unit a person reads.
