@@ -131,7 +131,8 @@ type timelineView struct {
 	// nor until was given (the last 7 days, up to now).
 	From, To time.Time
 	Last7    bool
-	// Since and Until are the form's values as given.
+	// Since and Until are the date fields' values: the range's days as
+	// given, empty when left out.
 	Since, Until      string
 	NextURL, FirstURL string
 	ClearURL          string
@@ -190,9 +191,16 @@ func (s *Server) timelineQueryOf(q query) (timelineQuery, error) {
 
 // deviceTimeline reads a page of the device's Timeline.
 func (s *Server) deviceTimeline(ctx context.Context, id string, tq timelineQuery) (timelineView, error) {
-	v := timelineView{Last7: tq.since == nil && tq.until == nil,
-		Since: tq.params.Get("since"), Until: tq.params.Get("until")}
+	v := timelineView{Last7: tq.since == nil && tq.until == nil}
 	v.From, v.To = timeline.Range(tq.since, tq.until, s.now())
+	// The date fields show the days of the range as given (a time of day
+	// in the query, which a date field cannot hold, shows as its day).
+	if tq.since != nil {
+		v.Since = v.From.In(s.cfg.Location).Format("2006-01-02")
+	}
+	if tq.until != nil {
+		v.Until = v.To.Add(-time.Nanosecond).In(s.cfg.Location).Format("2006-01-02")
+	}
 	if !v.From.Before(v.To) {
 		return v, errBadRequest("The Timeline's since must be before its until (and before now when until is empty).")
 	}

@@ -113,6 +113,8 @@ func TestDeviceTimeline(t *testing.T) {
 		w = c.get("/devices/" + id + "?until=2026-03-09")
 		wantStatus(t, w, http.StatusOK, "Nothing recorded in this range.")
 		w = c.get("/devices/" + id + "?since=2026-03-10T08:30:00Z")
+		// A time of day shows as its day in the date field.
+		wantStatus(t, w, http.StatusOK, `id="t-since" name="since" type="date" value="2026-03-10"`, `id="t-until" name="until" type="date" value=""`)
 		if got := timelineRows(t, w.Body.String()); len(got) != 1 || !strings.Contains(got[0], "device.edited") {
 			t.Errorf("since 08:30 UTC: %q, want the edit only", got)
 		}
