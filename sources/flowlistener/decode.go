@@ -78,6 +78,10 @@ const (
 	opPacketSpace      // IPFIX 306 samplingPacketSpace
 	opBytesTotal       // 85 octetTotalCount, used only without 1
 	opPacketsTotal     // 86 packetTotalCount, used only without 2
+	// opInIf is the input interface (INPUT_SNMP / ingressInterface, 10;
+	// a v9 options scope of type 2), set when the template is read: a
+	// sampling interval may be the interface's.
+	opInIf
 )
 
 // fieldOp maps an information element (v9 and IPFIX share these ids) to
@@ -125,12 +129,7 @@ const varLen = 0xFFFF
 
 // field is one field of a template (4 bytes).
 type field struct {
-	op uint8
-	// inIf marks the input interface (INPUT_SNMP / ingressInterface, 10;
-	// a v9 options scope of type 2): read, by its offset, only when a
-	// sampling interval depends on it (template.inIfOff), so that the
-	// record loop does no more work for it.
-	inIf   bool
+	op     uint8
 	length uint16 // varLen: variable (IPFIX)
 }
 
@@ -142,9 +141,6 @@ type template struct {
 	options bool
 	scope   int // options: the number of scope fields (skipped)
 	seen    time.Time
-	// inIfOff and inIfLen locate the input interface in a fixed-length
-	// record (inIfLen 0: none, or the template is not fixed).
-	inIfOff, inIfLen int
 }
 
 func newTemplate(fields []field, options bool, scope int, now time.Time) *template {
@@ -157,25 +153,10 @@ func newTemplate(fields []field, options bool, scope int, now time.Time) *templa
 			off++ // at least the one-byte length prefix
 			continue
 		}
-		if f.inIf && t.inIfLen == 0 && f.length >= 1 && f.length <= 8 {
-			t.inIfOff, t.inIfLen = off, int(f.length)
-		}
 		off += int(f.length)
 	}
 	t.recLen = off
-	if !t.fixed {
-		t.inIfLen = 0 // offsets vary from record to record
-	}
 	return t
-}
-
-// inIf reads the input interface of record b (false: the template has
-// none at a fixed offset).
-func (t *template) inIf(b []byte) (uint32, bool) {
-	if t.inIfLen == 0 || t.inIfOff+t.inIfLen > len(b) {
-		return 0, false
-	}
-	return uint32(be(b[t.inIfOff : t.inIfOff+t.inIfLen])), true
 }
 
 // cost is what the template counts against maxExporterFields.
@@ -603,8 +584,10 @@ func (d *decoder) templates(ex *exporter, dm *domain, b []byte, ipfix, options b
 					op = opSamplerID
 				}
 			}
-			inIf := !ent && (typ == 10 && (ipfix || i >= scope) || !ipfix && i < scope && typ == 2)
-			fields = append(fields, field{op: op, inIf: inIf, length: length})
+			if !ent && (typ == 10 && (ipfix || i >= scope) || !ipfix && i < scope && typ == 2) {
+				op = opInIf
+			}
+			fields = append(fields, field{op: op, length: length})
 		}
 		if tooMany {
 			d.drops[dropLimits]++
@@ -751,6 +734,7 @@ func (d *decoder) record(ex *exporter, dm *domain, t *template, b []byte) int {
 		totBytes, totPkts                     uint64
 		sampler                               uint32
 		haveSampler                           bool
+		inIfV                                 []byte // the input interface, nil: absent
 		interval, pktInterval, pktSpace       uint64
 		hasIntervalField, hasPktIntervalField bool
 	)
@@ -818,10 +802,14 @@ func (d *decoder) record(ex *exporter, dm *domain, t *template, b []byte) int {
 			pktInterval, hasPktIntervalField = be(v), true
 		case opPacketSpace:
 			pktSpace = be(v)
+		case opInIf:
+			if inIfV == nil { // the first one
+				inIfV = v
+			}
 		}
 	}
 	if t.options {
-		inIf, haveInIf := t.inIf(b)
+		inIf, haveInIf := ifOf(inIfV)
 		rate := uint64(0)
 		switch {
 		case hasIntervalField:
@@ -876,8 +864,8 @@ func (d *decoder) record(ex *exporter, dm *domain, t *template, b []byte) int {
 	// The sampler's interval, else the input interface's, else the
 	// domain's.
 	rate := dm.sampling
-	if len(dm.ifRates) > 0 {
-		if inIf, ok := t.inIf(b); ok {
+	if dm.ifRates != nil {
+		if inIf, ok := ifOf(inIfV); ok {
 			if r, ok := dm.ifRates[inIf]; ok {
 				rate = r
 			}
@@ -894,6 +882,15 @@ func (d *decoder) record(ex *exporter, dm *domain, t *template, b []byte) int {
 	}
 	d.emit(ex)
 	return off
+}
+
+// ifOf reads an input interface field's value (false: absent, or not
+// 1 to 8 bytes).
+func ifOf(v []byte) (uint32, bool) {
+	if len(v) < 1 || len(v) > 8 {
+		return 0, false
+	}
+	return uint32(be(v)), true
 }
 
 // usable reports whether a flow's addresses of one family are both present

@@ -3,6 +3,7 @@ package flowlistener
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,10 @@ func run(t *testing.T, lifetime time.Duration, steps ...step) (flows []string, d
 	}
 	return flows, drops, d.lost, ex
 }
+
+// oddIf is fg.Odd (an enterprise and a variable-length field) with the
+// ingress interface after them: its offset varies from record to record.
+var oddIf = append(slices.Clone(fg.Odd), fg.Field{Type: 10, Len: 4})
 
 // inIf is r arriving on input interface n.
 func inIf(r fg.Rec, n uint32) fg.Rec { r.InIf = n; return r }
@@ -135,6 +140,13 @@ func TestDecode(t *testing.T) {
 				OptionsTemplate(401, []fg.Field{{Type: 10, Len: 4}}, ipfixSamp).OptionsData(401, []fg.Field{{Type: 10, Len: 4}}, ipfixSamp, [][]uint64{{5, 1, 9}}).
 				Template(256, fg.V4).Data(256, fg.V4, []fg.Rec{inIf(r1, 5), inIf(r1, 6)}, 0).Bytes()}},
 			flows: []string{"192.0.2.10:50000>198.51.100.7:443/6 15000B 100p", "192.0.2.10:50000>198.51.100.7:443/6 6000B 40p"},
+		},
+		{
+			name: "IPFIX sampling per ingress interface, data template with a variable-length field",
+			steps: []step{{0, fg.NewIPFIX(0, 1).
+				OptionsTemplate(401, []fg.Field{{Type: 10, Len: 4}}, ipfixSamp).OptionsData(401, []fg.Field{{Type: 10, Len: 4}}, ipfixSamp, [][]uint64{{5, 1, 9}}).
+				Template(257, oddIf).Data(257, oddIf, []fg.Rec{inIf(r1, 5), inIf(r1, 6)}, 0).Bytes()}},
+			flows: []string{"192.0.2.10:50000>198.51.100.7:443/6 15000B 100p", "192.0.2.10:50000>198.51.100.7:443/6 1500B 10p"},
 		},
 		{
 			name: "v9 packet sequence gap: lost packets times flows per packet",
