@@ -729,29 +729,32 @@ func (i *Inventory) DeviceAt(ctx context.Context, id string, t time.Time) (histo
 // DevicesAt is every device as it was at t, by name (case-insensitive),
 // then id.
 func (i *Inventory) DevicesAt(ctx context.Context, t time.Time) ([]history.Device, error) {
-	var out []history.Device
-	stop := func() int { return 0 }
-	err := i.viewHistory(ctx, []time.Time{t}, func(r *histReader) error {
-		stop = i.startReadAhead(ctx, []time.Time{t})
-		lists, err := r.all(ctx, t)
-		if err != nil {
-			return err
-		}
-		out = lists[0]
-		return nil
-	})
-	stop() // after the transaction: see startReadAhead
+	lists, err := i.listsAt(ctx, t)
 	if err != nil {
 		return nil, fmt.Errorf("inventory: devices at: %w", err)
 	}
-	sortByName(out)
-	return out, nil
+	sortByName(lists[0])
+	return lists[0], nil
 }
 
-func sortByName(ds []history.Device) {
-	slices.SortFunc(ds, func(a, b history.Device) int {
-		return cmp.Or(cmp.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)), cmp.Compare(a.ID, b.ID))
+// listsAt reads every device at each instant of ts (histReader.all),
+// with the read-ahead beside the walk.
+func (i *Inventory) listsAt(ctx context.Context, ts ...time.Time) ([][]history.Device, error) {
+	var lists [][]history.Device
+	stop := func() int { return 0 }
+	err := i.viewHistory(ctx, ts, func(r *histReader) error {
+		stop = i.startReadAhead(ctx, ts)
+		var err error
+		lists, err = r.all(ctx, ts...)
+		return err
 	})
+	stop() // after the transaction: see startReadAhead
+	return lists, err
+}
+
+// sortByName sorts ds in the list's default order (history.Order{}).
+func sortByName(ds []history.Device) {
+	slices.SortFunc(ds, func(a, b history.Device) int { return history.Order{}.Compare(&a, &b) })
 }
 
 // StatsAt is Stats over the devices as they were at t.
@@ -803,21 +806,11 @@ func (i *Inventory) StatsAt(ctx context.Context, t time.Time) (history.Stats, er
 // those whose history.DiffFields differ.
 func (i *Inventory) Diff(ctx context.Context, from, to time.Time) (history.Diff, error) {
 	out := history.Diff{From: from.UTC(), To: to.UTC(), Added: []history.Device{}, Removed: []history.Device{}, Changed: []history.Changed{}}
-	var a, b []history.Device
-	stop := func() int { return 0 }
-	err := i.viewHistory(ctx, []time.Time{from, to}, func(r *histReader) error {
-		stop = i.startReadAhead(ctx, []time.Time{from, to})
-		lists, err := r.all(ctx, from, to)
-		if err != nil {
-			return err
-		}
-		a, b = lists[0], lists[1]
-		return nil
-	})
-	stop() // after the transaction: see startReadAhead
+	lists, err := i.listsAt(ctx, from, to)
 	if err != nil {
 		return history.Diff{}, fmt.Errorf("inventory: diff: %w", err)
 	}
+	a, b := lists[0], lists[1]
 	before := make(map[string]*history.Device, len(a))
 	for k := range a {
 		before[a[k].ID] = &a[k]

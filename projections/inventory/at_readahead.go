@@ -26,8 +26,11 @@ const idAlphabet = "234567abcdefghijklmnopqrstuvwxyz"
 // (after a start, or after other files pushed the database out) that
 // walk waited for about 2,000 random page reads one by one; with the
 // read-ahead the disk serves several at a time, and the walk finds the
-// later devices' pages read. With the cache warm the walk ends first and
-// stop ends the read-ahead early.
+// later devices' pages read. With the cache warm it only repeats the
+// walk's seeks, on another CPU, without decoding the rows, and stop ends
+// it with the walk. One read-ahead runs at a time (its goroutines and
+// transactions are bounded whatever the number of requests): a list
+// that finds one running walks without.
 //
 // The caller starts it inside its own read transaction (after the range
 // check) and must call stop only after that transaction has ended:
@@ -36,11 +39,16 @@ const idAlphabet = "234567abcdefghijklmnopqrstuvwxyz"
 // inside a transaction could deadlock. stop returns how many devices the
 // read-ahead visited (for tests).
 func (i *Inventory) startReadAhead(ctx context.Context, ts []time.Time) (stop func() int) {
+	if !i.readingAhead.CompareAndSwap(false, true) {
+		return func() int { return 0 }
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	wait := i.runReadAhead(ctx, ts)
 	return func() int {
 		cancel()
-		return wait()
+		n := wait()
+		i.readingAhead.Store(false)
+		return n
 	}
 }
 
@@ -89,8 +97,10 @@ func (i *Inventory) runReadAhead(ctx context.Context, ts []time.Time) (wait func
 var readAheadSink atomic.Uint32
 
 // touchRange reads the row of every device with an id in [lo, hi) (nil:
-// unbounded) at each instant of ts, as all does, touching the first and
-// last byte of each, and returns how many devices it visited.
+// unbounded) at each instant of ts, as all does, and returns how many
+// devices it visited. Finding a row reads its leaf page; the first and
+// last byte of each value are touched too, for a value too large for
+// its leaf (kept on pages of its own).
 func (r *histReader) touchRange(ctx context.Context, lo, hi []byte, ts []time.Time) int {
 	var k []byte
 	if lo == nil {

@@ -55,6 +55,33 @@ func TestReadAheadVisitsEveryDevice(t *testing.T) {
 	if got := inv.startReadAhead(ctx, []time.Time{t0})(); got >= len(ids) {
 		t.Errorf("a read-ahead with an ended context visited %d devices, want fewer than %d", got, len(ids))
 	}
+	// A context that ends during the walk stops it at its next look (every
+	// 64 devices).
+	err = db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(bucketHistory))
+		if got := (&histReader{b: b, c: b.Cursor()}).touchRange(ctx, nil, nil, []time.Time{t0}); got != 63 {
+			t.Errorf("a walk whose context ended visited %d devices, want the 63 before its first look", got)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One read-ahead at a time: a second one started beside it does
+	// nothing; once the first stopped, the next one runs.
+	first := inv.startReadAhead(context.Background(), []time.Time{t0})
+	if got := inv.startReadAhead(context.Background(), []time.Time{t0})(); got != 0 {
+		t.Errorf("a read-ahead beside another visited %d devices, want none", got)
+	}
+	first()
+	next := inv.startReadAhead(context.Background(), []time.Time{t0})
+	if !inv.readingAhead.Load() {
+		t.Error("the read-ahead after the first one stopped did not start")
+	}
+	next()
+	if inv.readingAhead.Load() {
+		t.Error("a stopped read-ahead still holds its place")
+	}
 	if got := (&Inventory{}).startReadAhead(context.Background(), []time.Time{t0})(); got != 0 {
 		t.Errorf("a read-ahead of an inventory not loaded visited %d", got)
 	}

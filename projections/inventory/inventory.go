@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -117,17 +118,20 @@ type Inventory struct {
 	rulesRecorded bool // the rules in force came from an event
 	rulesDirty    bool // to be stored at the next Flush
 
-	mu      sync.RWMutex
-	db      *bolt.DB // set by Load; queries of the change and scan logs read it
-	devs    map[string]*device
-	byKey   map[string]*device
-	byIP    map[string][]*device // holders of a non-retired address
-	heap    presenceHeap         // online devices that are not overdue
-	overdue map[string]*device
-	sweeps  []sweepMark
-	anyDone time.Time
-	health  map[string]*sourceHealth // by source
-	reads   map[string]*hostSet      // plugin sources' host sets
+	mu sync.RWMutex
+	db *bolt.DB // set by Load; queries of the change and scan logs read it
+	// readingAhead is set while a list at an instant reads ahead
+	// (startReadAhead): one at a time.
+	readingAhead atomic.Bool
+	devs         map[string]*device
+	byKey        map[string]*device
+	byIP         map[string][]*device // holders of a non-retired address
+	heap         presenceHeap         // online devices that are not overdue
+	overdue      map[string]*device
+	sweeps       []sweepMark
+	anyDone      time.Time
+	health       map[string]*sourceHealth // by source
+	reads        map[string]*hostSet      // plugin sources' host sets
 	// sweepBases are the sweep sources' last sweeps (sweepbase.go).
 	sweepBases map[string]*sweepBase
 	version    uint64 // bumped by every change, keys the query caches
