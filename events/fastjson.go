@@ -154,7 +154,7 @@ func (d *jdec) sweepHost(h *SweepHost) bool {
 func (d *jdec) names(ns *Names) bool {
 	*ns = make(Names, 0, 2)
 	return d.object(func(key []byte) bool {
-		k := d.intern(key)
+		k := d.hosts.get(key)
 		var v string
 		if !d.hostStr(&v) {
 			return false
@@ -211,9 +211,7 @@ func (d *jdec) upnp(u **UPnP) bool {
 // method returns false when the input is not on the fast path.
 type jdec struct {
 	JSONScanner
-	recent [4]string // strings decoded lately, shared when repeated
-	slot   int
-	hosts  *stringTable // a host's strings, shared across payloads; nil: intern
+	hosts *stringTable // a sweep's host strings, shared across payloads
 }
 
 // hostStr parses a string of a host (its address, MAC, names, services)
@@ -221,9 +219,6 @@ type jdec struct {
 // replay reads the same devices' strings in every sweep, and allocating
 // them again for each was a fifth of its allocations.
 func (d *jdec) hostStr(s *string) bool {
-	if d.hosts == nil {
-		return d.str(s)
-	}
 	b, ok := d.plainString()
 	if !ok {
 		return false
@@ -280,22 +275,13 @@ func (d *jdec) str(s *string) bool {
 	return true
 }
 
-// intern returns b as a string, sharing it with a constant or a string
-// decoded lately when equal (a sweep repeats its network on every host),
-// so that repeated strings are allocated once.
+// intern returns b as a string, shared with a constant when it is one
+// (a host's strings are shared through d.hosts instead).
 func (d *jdec) intern(b []byte) string {
 	if s, ok := constant(b); ok {
 		return s
 	}
-	for _, s := range d.recent {
-		if s == string(b) {
-			return s
-		}
-	}
-	s := string(b)
-	d.recent[d.slot] = s
-	d.slot = (d.slot + 1) % len(d.recent)
-	return s
+	return string(b)
 }
 
 // constant returns a constant for strings sweeps repeat.

@@ -14,7 +14,7 @@ func TestFlowWindowEvent(t *testing.T) {
 	w := &sources.FlowWindow{
 		ScanID: "flowlistener:gw@1", Started: at.Add(-time.Minute), Finished: at, Complete: true, Listen: "[::]:2055", First: true,
 		Datagrams: 2, Flows: 3, Drops: map[string]uint64{"not_exporter": 4},
-		Exporters: []sources.FlowExporter{{Addr: netip.MustParseAddr("192.0.2.1"), Versions: []int{9}, Sampling: 1}},
+		Exporters: []sources.FlowExporter{{Addr: netip.MustParseAddr("192.0.2.1"), Versions: []int{9}, Sampling: 1, Restarts: 2, Held: 5}},
 		Rows: []sources.FlowRow{
 			{Src: netip.MustParseAddr("192.0.2.10"), Dst: netip.MustParseAddr("2001:db8::1"), Proto: 6, Port: 443, Bytes: 10, Packets: 1, Flows: 1},
 			{}, // no addresses: skipped
@@ -33,6 +33,9 @@ func TestFlowWindowEvent(t *testing.T) {
 	}
 	if len(p.Rows) != 1 || p.Rows[0].Dst != "2001:db8::1" || p.Rows[0].Port != 443 || !p.First || p.Drops["not_exporter"] != 4 || p.Exporters[0].Addr != "192.0.2.1" {
 		t.Fatalf("payload %+v", p)
+	}
+	if x := p.Exporters[0]; x.Restarts != 2 || x.Held != 5 {
+		t.Fatalf("exporter %+v: want its restarts and held data sets", x)
 	}
 	if p.Started.Location() != time.UTC {
 		t.Fatal("times not in UTC")
