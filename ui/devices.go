@@ -413,7 +413,7 @@ func (s *Server) deviceView(r *http.Request, id string, tq timelineQuery) (devic
 			v.Attached = at.Source
 		}
 	}
-	now := s.now()
+	now := tq.now // one now for the strip and the Timeline
 	since := now.Add(-timelineSpan)
 	pres, err := s.inv.ListEvents(ctx, projections.EventFilter{Device: id, Since: &since, Limit: 1000,
 		Kinds: []string{projections.ChangeOnline, projections.ChangeOffline, projections.ChangeQuiet, projections.ChangeDiscovered}})

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
@@ -151,8 +152,10 @@ type timelineRow struct {
 // timelineQuery is what the device page's query asks of its Timeline.
 type timelineQuery struct {
 	since, until *time.Time
-	cursor       string
-	limit        int
+	// now is the page's now; from and to the range read (timeline.Range).
+	now, from, to time.Time
+	cursor        string
+	limit         int
 	// params are since, until and limit as given, for the page links.
 	params url.Values
 }
@@ -167,7 +170,7 @@ const deviceTimelineLimit = 50
 // the Change log reads them (a bare date as until is that whole day),
 // cursor a page link's.
 func (s *Server) timelineQueryOf(q query) (timelineQuery, error) {
-	tq := timelineQuery{cursor: q.str("cursor"), params: url.Values{}}
+	tq := timelineQuery{cursor: q.str("cursor"), params: url.Values{}, now: s.now()}
 	var err error
 	if tq.since, err = q.time("since", s.cfg.Location, false); err != nil {
 		return tq, err
@@ -177,6 +180,14 @@ func (s *Server) timelineQueryOf(q query) (timelineQuery, error) {
 	}
 	if tq.limit, err = q.limit(deviceTimelineLimit); err != nil {
 		return tq, err
+	}
+	// The range is checked before the page reads anything.
+	tq.from, tq.to = timeline.Range(tq.since, tq.until, tq.now)
+	if !tq.from.Before(tq.to) {
+		return tq, errBadRequest("The Timeline's since must be before its until (and before now when until is empty).")
+	}
+	if tq.to.Sub(tq.from) > timeline.MaxRange {
+		return tq, errBadRequest(fmt.Sprintf("The Timeline's range is longer than %d days: narrow since and until.", timeline.MaxRange/(24*time.Hour)))
 	}
 	if timeline.CheckCursor(tq.cursor) != nil {
 		return tq, errBadRequest("The Timeline's cursor is not one this page gave: start again from the newest entries.")
@@ -191,8 +202,7 @@ func (s *Server) timelineQueryOf(q query) (timelineQuery, error) {
 
 // deviceTimeline reads a page of the device's Timeline.
 func (s *Server) deviceTimeline(ctx context.Context, id string, tq timelineQuery) (timelineView, error) {
-	v := timelineView{Last7: tq.since == nil && tq.until == nil}
-	v.From, v.To = timeline.Range(tq.since, tq.until, s.now())
+	v := timelineView{Last7: tq.since == nil && tq.until == nil, From: tq.from, To: tq.to}
 	// The date fields show the days of the range as given (a time of day
 	// in the query, which a date field cannot hold, shows as its day).
 	if tq.since != nil {
@@ -200,12 +210,6 @@ func (s *Server) deviceTimeline(ctx context.Context, id string, tq timelineQuery
 	}
 	if tq.until != nil {
 		v.Until = v.To.Add(-time.Nanosecond).In(s.cfg.Location).Format("2006-01-02")
-	}
-	if !v.From.Before(v.To) {
-		return v, errBadRequest("The Timeline's since must be before its until (and before now when until is empty).")
-	}
-	if v.To.Sub(v.From) > timeline.MaxRange {
-		return v, errBadRequest("The Timeline's range is longer than 400 days: narrow since and until.")
 	}
 	limit := tq.limit
 	if limit <= 0 {
