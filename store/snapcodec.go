@@ -57,21 +57,8 @@ type snapHeader struct {
 	Sequences map[string]uint64 `json:"sequences,omitempty"`
 }
 
-// encodeSnapshot writes snap in the layout above, compressed.
-func encodeSnapshot(snap *Snapshot) ([]byte, error) {
-	names := make([]string, 0, len(snap.Buckets))
-	for name := range snap.Buckets {
-		if name == "" {
-			return nil, errors.New("encode: a bucket without a name")
-		}
-		names = append(names, name)
-	}
-	head := snapHeader{Seq: snap.Seq, Hash: snap.Hash, Time: snap.Time, Sequences: snap.Sequences}
-	return encodeSnapshotWith(head, names, func(w *snapWriter, name string) { w.entries(snap.Buckets[name], 0) })
-}
-
-// encodeSnapshotTx is encodeSnapshot of the snapshot saveSnapshot would
-// dump from tx's buckets (named, each once; a missing one empty), written
+// encodeSnapshotTx encodes the snapshot saveSnapshot would dump from
+// tx's buckets (named, each once; a missing one empty), written
 // straight from the transaction's pages instead of through a []KV of
 // every pair first (about 90 bytes a pair: 52 MB at the weekly snapshot
 // of a 90-day history of 1,000 devices). The bytes are the same
@@ -97,8 +84,8 @@ func encodeSnapshotTx(tx *bolt.Tx, seq uint64, hash string, t time.Time, buckets
 	return encodeSnapshotWith(head, names, func(w *snapWriter, name string) {
 		if b := tx.Bucket([]byte(name)); b != nil {
 			w.bucket(b, 0)
-		} else {
-			w.entries(nil, 0)
+		} else if w.err == nil {
+			w.err = w.w.WriteByte(snapEnd) // an empty bucket
 		}
 	})
 }
@@ -196,32 +183,7 @@ func (w *snapWriter) bucket(b *bolt.Bucket, depth int) {
 	}
 }
 
-func (w *snapWriter) entries(kvs []KV, depth int) {
-	for _, kv := range kvs {
-		if w.err != nil {
-			return
-		}
-		if kv.Nested && depth >= maxSnapDepth {
-			w.err = fmt.Errorf("buckets nested deeper than %d", maxSnapDepth)
-			return
-		}
-		if kv.Nested {
-			w.w.WriteByte(snapNested)
-			w.bytes(kv.K)
-			w.uvarint(kv.Sequence)
-			w.entries(kv.Bucket, depth+1)
-			continue
-		}
-		w.w.WriteByte(snapValue)
-		w.bytes(kv.K)
-		w.bytes(kv.V)
-	}
-	if w.err == nil {
-		w.err = w.w.WriteByte(snapEnd)
-	}
-}
-
-// decodeSnapshot reverses encodeSnapshot (or reads a snapshot of the
+// decodeSnapshot reverses encodeSnapshotTx (or reads a snapshot of the
 // first format, gzip(JSON(snap))) and checks the result.
 func decodeSnapshot(data []byte) (*Snapshot, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(data))

@@ -2,6 +2,8 @@ package store
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -123,5 +125,46 @@ func TestEncodeSnapshotTxEqualsDump(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// encodeSnapshot writes snap in the layout of snapcodec.go, compressed,
+// from its list of pairs: the reference encodeSnapshotTx is checked
+// against, and how the tests write snapshots of their own.
+func encodeSnapshot(snap *Snapshot) ([]byte, error) {
+	names := make([]string, 0, len(snap.Buckets))
+	for name := range snap.Buckets {
+		if name == "" {
+			return nil, errors.New("encode: a bucket without a name")
+		}
+		names = append(names, name)
+	}
+	head := snapHeader{Seq: snap.Seq, Hash: snap.Hash, Time: snap.Time, Sequences: snap.Sequences}
+	return encodeSnapshotWith(head, names, func(w *snapWriter, name string) { w.entries(snap.Buckets[name], 0) })
+}
+
+// entries writes kvs as bucket writes a bucket's pairs.
+func (w *snapWriter) entries(kvs []KV, depth int) {
+	for _, kv := range kvs {
+		if w.err != nil {
+			return
+		}
+		if kv.Nested && depth >= maxSnapDepth {
+			w.err = fmt.Errorf("buckets nested deeper than %d", maxSnapDepth)
+			return
+		}
+		if kv.Nested {
+			w.w.WriteByte(snapNested)
+			w.bytes(kv.K)
+			w.uvarint(kv.Sequence)
+			w.entries(kv.Bucket, depth+1)
+			continue
+		}
+		w.w.WriteByte(snapValue)
+		w.bytes(kv.K)
+		w.bytes(kv.V)
+	}
+	if w.err == nil {
+		w.err = w.w.WriteByte(snapEnd)
 	}
 }
