@@ -235,3 +235,46 @@ func TestWindowInPartsStopsOnShutdown(t *testing.T) {
 		t.Fatalf("%d rows after a stop and a resume, %d written at once", len(got), len(want))
 	}
 }
+
+// releasingDB is a bbolt file that counts the calls to ReleaseMapped
+// and the parts committed before each.
+type releasingDB struct {
+	*bolt.DB
+	commits  int
+	releases []int // commits so far at each release
+}
+
+func (d *releasingDB) Update(fn func(*bolt.Tx) error) error {
+	err := d.DB.Update(fn)
+	if err == nil {
+		d.commits++
+	}
+	return err
+}
+
+func (d *releasingDB) ReleaseMapped() (int64, error) {
+	d.releases = append(d.releases, d.commits)
+	return 0, nil
+}
+
+// A window written in parts releases the mapped pages after every part
+// (projections.MappedReleaser), not only when serve's timer comes.
+func TestWindowInPartsReleasesPages(t *testing.T) {
+	evs := chunkWindows(true)
+	setChunks(t, 0, 500)
+	p, bdb := chunkDB(t)
+	db := &releasingDB{DB: bdb}
+	if err := p.ApplyChunks(context.Background(), db, evs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if db.commits < 5 {
+		t.Fatalf("%d parts: the window was not written in parts", db.commits)
+	}
+	want := make([]int, db.commits)
+	for i := range want {
+		want[i] = i + 1
+	}
+	if !slices.Equal(db.releases, want) {
+		t.Fatalf("released after parts %v, want after each of %d", db.releases, db.commits)
+	}
+}

@@ -370,6 +370,14 @@ func (p *Projection) ApplyChunks(ctx context.Context, db projections.DB, ev even
 			return fmt.Errorf("traffic: seq %d: write rows from %+v: %w", ev.Seq, pos, err)
 		}
 		pos = next
+		// A part reads the rows its addresses already have in every
+		// earlier minute of the hour; released here, those pages do not
+		// add up over the parts to nearly the whole hour in serve's
+		// resident set. A failure costs memory only (the kernel reclaims
+		// the pages anyway), so it does not stop the window.
+		if r, ok := db.(projections.MappedReleaser); ok {
+			_, _ = r.ReleaseMapped()
+		}
 	}
 	return nil
 }
