@@ -2,6 +2,7 @@ package events
 
 import (
 	"encoding/json"
+	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
@@ -104,5 +105,64 @@ func TestTrafficRowsMalformed(t *testing.T) {
 	}
 	if _, err := (TrafficRows{{Src: "x", Dst: "1.1.1.1"}}).MarshalJSON(); err == nil {
 		t.Fatal("a row with a bad address was written")
+	}
+}
+
+// NewTrafficRecorded writes, from rows packed one at a time, the payload
+// New writes for the same rows listed; it refuses rows given both ways
+// and an address it cannot pack.
+func TestNewTrafficRecordedPacked(t *testing.T) {
+	at := time.Date(2026, 3, 1, 10, 1, 0, 0, time.UTC)
+	rows := []TrafficRow{
+		{Src: "192.0.2.10", Dst: "198.51.100.7", Proto: 6, Port: 443, Bytes: 1500, Packets: 10, Flows: 2},
+		{Src: "2001:db8::1", Dst: "::ffff:198.51.100.7", Proto: 58, Bytes: 1 << 40, Packets: 1, Flows: 1},
+		{Src: "10.0.0.1", Dst: "2001:db8::2", Proto: 17, Port: 53, Bytes: 0, Packets: 0, Flows: 1},
+	}
+	head := TrafficRecorded{
+		ScanID: "flowlistener:gw@1", Started: at.Add(-time.Minute), Finished: at, Complete: true, Listen: "[::]:2055",
+		Datagrams: 3, Flows: 5, Drops: map[string]uint64{"rows": 1},
+		Exporters: []TrafficExporter{{Addr: "192.0.2.1", Versions: []int{9}, Domains: 1, Templates: 2, Datagrams: 3, Flows: 5, Sampling: 1}},
+	}
+	for _, n := range []int{0, 1, len(rows)} {
+		listed := head
+		listed.Rows = append(TrafficRows{}, rows[:n]...)
+		want, err := New(KindTrafficRecorded, listed, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pk := NewTrafficPacker(n)
+		for _, r := range rows[:n] {
+			a := TrafficRowAddrs{Src: netip.MustParseAddr(r.Src), Dst: netip.MustParseAddr(r.Dst), Proto: r.Proto, Port: r.Port, Bytes: r.Bytes, Packets: r.Packets, Flows: r.Flows}
+			if err := pk.Add(&a); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := NewTrafficRecorded(head, pk, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got.Payload) != string(want.Payload) || got.V != want.V || got.Kind != want.Kind || pk.Len() != n {
+			t.Fatalf("%d rows: packed one at a time\n%s\nlisted\n%s", n, got.Payload, want.Payload)
+		}
+	}
+	if e, err := NewTrafficRecorded(head, nil, at); err != nil || !strings.Contains(string(e.Payload), `"rows":""`) {
+		t.Fatalf("no packer: %v %s", err, e.Payload)
+	}
+	both := head
+	both.Rows = rows[:1]
+	if _, err := NewTrafficRecorded(both, NewTrafficPacker(0), at); err == nil {
+		t.Fatal("rows both listed and packed were taken")
+	}
+	pk := NewTrafficPacker(1)
+	for _, bad := range []TrafficRowAddrs{
+		{Src: netip.MustParseAddr("fe80::1%eth0"), Dst: netip.MustParseAddr("fe80::2")},
+		{Dst: netip.MustParseAddr("192.0.2.1")},
+	} {
+		if err := pk.Add(&bad); err == nil {
+			t.Fatalf("%v → %v packed", bad.Src, bad.Dst)
+		}
+	}
+	if pk.Len() != 0 || len(pk.raw) != 0 {
+		t.Fatalf("a refused row left %d rows, %d bytes", pk.Len(), len(pk.raw))
 	}
 }

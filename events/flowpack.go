@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"time"
 )
 
 // TrafficRows are the rows of a traffic.recorded payload. Since v2 they
@@ -52,8 +53,20 @@ func appendPackedRow(b []byte, r *TrafficRow) ([]byte, error) {
 	if err != nil {
 		return b, err
 	}
+	return appendPackedAddrs(b, &TrafficRowAddrs{Src: src, Dst: dst, Proto: r.Proto, Port: r.Port, Bytes: r.Bytes, Packets: r.Packets, Flows: r.Flows})
+}
+
+// errZone is returned for a row whose address has a zone, which the
+// packed form cannot hold (and a flow export never carries).
+var errZone = errors.New("address with a zone")
+
+func appendPackedAddrs(b []byte, r *TrafficRowAddrs) ([]byte, error) {
+	src, dst := r.Src, r.Dst
+	if !src.IsValid() || !dst.IsValid() {
+		return b, errors.New("invalid address")
+	}
 	if src.Zone() != "" || dst.Zone() != "" {
-		return b, errors.New("address with a zone")
+		return b, errZone
 	}
 	var flags byte
 	if !src.Is4() {
@@ -79,6 +92,68 @@ func appendAddr(b []byte, a netip.Addr) []byte {
 	}
 	v := a.As16()
 	return append(b, v[:]...)
+}
+
+// TrafficPacker packs a window's rows one at a time, straight from
+// their addresses, for [NewTrafficRecorded]: a window of 166,667 rows
+// packed this way is its 3.4 MB of packed bytes, where the same rows
+// as []TrafficRow are about 22 MB of structs and address strings
+// (parsed again to be packed), all live at once while a window is
+// handed over, serve's busiest moment.
+type TrafficPacker struct {
+	raw []byte
+	n   int
+}
+
+// NewTrafficPacker returns a packer with room for about n rows.
+func NewTrafficPacker(n int) *TrafficPacker {
+	return &TrafficPacker{raw: make([]byte, 0, n*20)}
+}
+
+// Add packs r after the rows added before it. A row whose addresses
+// are not both valid and without a zone is an error, and not added.
+func (k *TrafficPacker) Add(r *TrafficRowAddrs) error {
+	raw, err := appendPackedAddrs(k.raw, r)
+	if err != nil {
+		return fmt.Errorf("events: traffic row %d: %w", k.n, err)
+	}
+	k.raw = raw
+	k.n++
+	return nil
+}
+
+// Len is the number of rows added.
+func (k *TrafficPacker) Len() int { return k.n }
+
+// packedRows are rows already packed: written as v2's string.
+type packedRows []byte
+
+func (raw packedRows) MarshalJSON() ([]byte, error) {
+	out := make([]byte, base64.StdEncoding.EncodedLen(len(raw))+2)
+	out[0], out[len(out)-1] = '"', '"'
+	base64.StdEncoding.Encode(out[1:len(out)-1], raw)
+	return out, nil
+}
+
+// NewTrafficRecorded is [New] for a traffic.recorded whose rows were
+// packed by rows instead of listed in p.Rows (which must be empty). The
+// payload is byte for byte the one New writes for p with the same rows
+// in p.Rows (none for a nil rows).
+func NewTrafficRecorded(p TrafficRecorded, rows *TrafficPacker, t time.Time) (Envelope, error) {
+	if len(p.Rows) > 0 {
+		return Envelope{}, fmt.Errorf("events: new %s: rows both listed and packed", KindTrafficRecorded)
+	}
+	p.Rows = nil
+	// Rows is TrafficRecorded's last field, so the shadowing field here
+	// is written where it would be.
+	wire := struct {
+		TrafficRecorded
+		Rows packedRows `json:"rows"`
+	}{TrafficRecorded: p, Rows: packedRows{}}
+	if rows != nil {
+		wire.Rows = rows.raw
+	}
+	return New(KindTrafficRecorded, wire, t)
 }
 
 // UnmarshalJSON reads v2's packed string or v1's array of objects.
