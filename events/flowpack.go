@@ -125,35 +125,46 @@ func (k *TrafficPacker) Add(r *TrafficRowAddrs) error {
 // Len is the number of rows added.
 func (k *TrafficPacker) Len() int { return k.n }
 
-// packedRows are rows already packed: written as v2's string.
-type packedRows []byte
-
-func (raw packedRows) MarshalJSON() ([]byte, error) {
-	out := make([]byte, base64.StdEncoding.EncodedLen(len(raw))+2)
-	out[0], out[len(out)-1] = '"', '"'
-	base64.StdEncoding.Encode(out[1:len(out)-1], raw)
-	return out, nil
-}
-
 // NewTrafficRecorded is [New] for a traffic.recorded whose rows were
 // packed by rows instead of listed in p.Rows (which must be empty). The
 // payload is byte for byte the one New writes for p with the same rows
-// in p.Rows (none for a nil rows).
+// in p.Rows (none for a nil rows), built in one buffer of its size:
+// encoding/json would hold the rows' base64 three times over (the
+// marshaler's result, its growing buffer, the copy it returns).
 func NewTrafficRecorded(p TrafficRecorded, rows *TrafficPacker, t time.Time) (Envelope, error) {
 	if len(p.Rows) > 0 {
 		return Envelope{}, fmt.Errorf("events: new %s: rows both listed and packed", KindTrafficRecorded)
 	}
-	p.Rows = nil
-	// Rows is TrafficRecorded's last field, so the shadowing field here
-	// is written where it would be.
-	wire := struct {
+	// Everything but the rows: a shallower field named rows hides
+	// TrafficRecorded's, and being nil and omitempty it is left out.
+	head, err := json.Marshal(struct {
 		TrafficRecorded
-		Rows packedRows `json:"rows"`
-	}{TrafficRecorded: p, Rows: packedRows{}}
-	if rows != nil {
-		wire.Rows = rows.raw
+		Rows *struct{} `json:"rows,omitempty"`
+	}{TrafficRecorded: p})
+	if err != nil || len(head) < 2 || head[len(head)-1] != '}' {
+		return Envelope{}, fmt.Errorf("events: encode %s payload: %v", KindTrafficRecorded, err)
 	}
-	return New(KindTrafficRecorded, wire, t)
+	var raw []byte
+	if rows != nil {
+		raw = rows.raw
+	}
+	// Rows is TrafficRecorded's last field, so New writes it last.
+	const key = `,"rows":"`
+	b64 := base64.StdEncoding.EncodedLen(len(raw))
+	payload := make([]byte, 0, len(head)+len(key)+b64+2)
+	payload = append(payload, head[:len(head)-1]...)
+	payload = append(payload, key...)
+	payload = payload[:len(payload)+b64]
+	base64.StdEncoding.Encode(payload[len(payload)-b64:], raw)
+	payload = append(payload, `"}`...)
+	spec, ok := Lookup(KindTrafficRecorded)
+	if !ok {
+		return Envelope{}, fmt.Errorf("events: new %q: %w", KindTrafficRecorded, ErrUnknownKind)
+	}
+	if t.IsZero() {
+		t = time.Now()
+	}
+	return Envelope{ID: NewID(), Time: t.UTC(), Kind: KindTrafficRecorded, V: spec.Version, Payload: payload}, nil
 }
 
 // UnmarshalJSON reads v2's packed string or v1's array of objects.

@@ -34,12 +34,12 @@ func FlowEvent(w *sources.FlowWindow, source string) (events.Envelope, error) {
 			Restarts: e.Restarts, Held: e.Held,
 		})
 	}
-	// The rows are packed straight from their addresses: as []TrafficRow
-	// (two strings a row) a window of 166,667 rows would hold about
-	// 22 MB more while it is handed over.
-	rows := events.NewTrafficPacker(len(w.Rows))
-	for i := range w.Rows {
-		r := &w.Rows[i]
+	// The rows are packed straight from the listener's table: as
+	// []TrafficRow (two strings a row) a window of 166,667 rows would
+	// hold about 22 MB more while it is handed over.
+	rows := events.NewTrafficPacker(w.NumRows())
+	for i := range w.NumRows() {
+		r := w.Rows.Row(i)
 		if !r.Src.IsValid() || !r.Dst.IsValid() {
 			continue
 		}

@@ -15,7 +15,7 @@ func TestFlowWindowEvent(t *testing.T) {
 		ScanID: "flowlistener:gw@1", Started: at.Add(-time.Minute), Finished: at, Complete: true, Listen: "[::]:2055", First: true,
 		Datagrams: 2, Flows: 3, Drops: map[string]uint64{"not_exporter": 4},
 		Exporters: []sources.FlowExporter{{Addr: netip.MustParseAddr("192.0.2.1"), Versions: []int{9}, Sampling: 1, Restarts: 2, Held: 5}},
-		Rows: []sources.FlowRow{
+		Rows: sources.FlowRowList{
 			{Src: netip.MustParseAddr("192.0.2.10"), Dst: netip.MustParseAddr("2001:db8::1"), Proto: 6, Port: 443, Bytes: 10, Packets: 1, Flows: 1},
 			{}, // no addresses: skipped
 		},

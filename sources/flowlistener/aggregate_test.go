@@ -1,8 +1,12 @@
 package flowlistener
 
 import (
+	"cmp"
 	"net/netip"
+	"slices"
 	"testing"
+
+	"github.com/jocasta/jocasta/sources"
 )
 
 // TestTableRoundTrip: rows come out of the table with the addresses,
@@ -25,10 +29,10 @@ func TestTableRoundTrip(t *testing.T) {
 			tab.add(&f)
 			tab.add(&f)
 			rows := tab.drain()
-			if len(rows) != 1 {
-				t.Fatalf("%d rows", len(rows))
+			if rows.Len() != 1 {
+				t.Fatalf("%d rows", rows.Len())
 			}
-			r := rows[0]
+			r := rows.Row(0)
 			if r.Src != tc.src || r.Dst != tc.dst || r.Port != 443 || r.Bytes != 200 || r.Packets != 4 || r.Flows != 2 {
 				t.Fatalf("row %+v", r)
 			}
@@ -36,8 +40,9 @@ func TestTableRoundTrip(t *testing.T) {
 	}
 }
 
-// TestTableDrop: a large table is dropped at drain (its memory goes
-// while the window is applied), a small one kept; both start empty.
+// TestTableDrop: a large table's index is dropped at drain (its memory
+// goes while the window is applied), a small one's kept; both start
+// empty, and the rows handed over are never written again.
 func TestTableDrop(t *testing.T) {
 	for _, n := range []int{10, keepRows + 1} {
 		tab := newTable(keepRows * 2)
@@ -45,14 +50,22 @@ func TestTableDrop(t *testing.T) {
 			f := flow{src: netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), dst: netip.MustParseAddr("8.8.8.8"), proto: 17, dstPort: 53, bytes: 1, packets: 1}
 			tab.add(&f)
 		}
-		if rows := tab.drain(); len(rows) != n {
-			t.Fatalf("%d rows, want %d", len(rows), n)
+		idx := tab.idx
+		rows := tab.drain()
+		if rows.Len() != n {
+			t.Fatalf("%d rows, want %d", rows.Len(), n)
 		}
-		if len(tab.idx) != 0 || len(tab.keys) != 0 || len(tab.rows) != 0 {
-			t.Fatalf("%d: not empty after drain", n)
+		if len(tab.idx) != 0 || tab.rows.Len() != 0 || cap(tab.rows.keys) != 0 || cap(tab.rows.vals) != 0 {
+			t.Fatalf("%d: not empty after drain, or its rows still the window's", n)
 		}
-		if kept := cap(tab.keys) > 0; kept != (n <= keepRows) {
-			t.Fatalf("%d rows: table kept %v", n, kept)
+		if kept := sameMap(idx, tab.idx); kept != (n <= keepRows) {
+			t.Fatalf("%d rows: index kept %v", n, kept)
+		}
+		// The handed-over rows are the next window's no more.
+		f := flow{src: netip.MustParseAddr("10.9.9.9"), dst: netip.MustParseAddr("8.8.8.8"), proto: 17, dstPort: 53, bytes: 7, packets: 1}
+		tab.add(&f)
+		if rows.Len() != n || rows.Row(0).Bytes != 1 {
+			t.Fatalf("%d: the next window's flow changed the drained rows", n)
 		}
 	}
 }
@@ -72,6 +85,48 @@ func BenchmarkTableAdd(b *testing.B) {
 		tab.add(&flows[i])
 		if i++; i == rows {
 			i = 0
+		}
+	}
+}
+
+// sameMap tells whether a and b are the same map (a write to one shows
+// in the other).
+func sameMap(a, b map[aggKey]int32) bool {
+	k := aggKey{proto: 255}
+	a[k] = 1
+	_, same := b[k]
+	delete(a, k)
+	return same
+}
+
+// TestTableOrder: drained rows come out sorted as netip.Addr.Compare
+// sorts their addresses (no address, IPv4, IPv6), then by protocol and
+// port.
+func TestTableOrder(t *testing.T) {
+	addrs := []netip.Addr{{}, netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("10.0.0.10"), netip.MustParseAddr("192.0.2.1"),
+		netip.MustParseAddr("::1"), netip.MustParseAddr("::ffff:10.0.0.1"), netip.MustParseAddr("2001:db8::1")}
+	tab := newTable(1000)
+	var want []sources.FlowRow
+	for i := len(addrs) - 1; i >= 0; i-- {
+		for j := len(addrs) - 1; j >= 0; j-- {
+			for _, pp := range [][2]uint16{{17, 53}, {6, 443}, {6, 22}} {
+				f := flow{src: addrs[i], dst: addrs[j], proto: uint8(pp[0]), srcPort: 50000, dstPort: pp[1], bytes: 1, packets: 1}
+				tab.add(&f)
+				want = append(want, sources.FlowRow{Src: addrs[i], Dst: addrs[j], Proto: uint8(pp[0]), Port: pp[1], Bytes: 1, Packets: 1, Flows: 1})
+			}
+		}
+	}
+	slices.SortFunc(want, func(a, b sources.FlowRow) int {
+		return cmp.Or(a.Src.Compare(b.Src), a.Dst.Compare(b.Dst), cmp.Compare(a.Proto, b.Proto), cmp.Compare(a.Port, b.Port))
+	})
+	rows := tab.drain()
+	rows.sort()
+	if rows.Len() != len(want) {
+		t.Fatalf("%d rows, want %d", rows.Len(), len(want))
+	}
+	for i := range want {
+		if got := rows.Row(i); got != want[i] {
+			t.Fatalf("row %d: %+v, want %+v", i, got, want[i])
 		}
 	}
 }

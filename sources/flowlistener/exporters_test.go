@@ -111,7 +111,8 @@ func TestRealExporters(t *testing.T) {
 				clear(got)
 				versions = versions[:0]
 				for _, w := range rec.windows() {
-					for _, r := range w.Rows {
+					for i := range w.NumRows() {
+						r := w.Rows.Row(i)
 						k := rowKey{r.Src, r.Dst, r.Proto, r.Port}
 						g := got[k]
 						g.Src, g.Dst, g.Proto, g.Port = r.Src, r.Dst, r.Proto, r.Port

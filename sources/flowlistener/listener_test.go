@@ -130,12 +130,12 @@ func TestListenerWindows(t *testing.T) {
 		{Src: lan, Dst: wan, Proto: 6, Port: 443, Bytes: 2000, Packets: 15, Flows: 2},
 		{Src: wan, Dst: lan, Proto: 6, Port: 53, Bytes: 80, Packets: 1, Flows: 1},
 	}
-	if len(w.Rows) != len(want) {
+	if w.NumRows() != len(want) {
 		t.Fatalf("rows %+v", w.Rows)
 	}
 	for i := range want {
-		if w.Rows[i] != want[i] {
-			t.Errorf("row %d: %+v, want %+v", i, w.Rows[i], want[i])
+		if got := w.Rows.Row(i); got != want[i] {
+			t.Errorf("row %d: %+v, want %+v", i, got, want[i])
 		}
 	}
 	if len(w.Exporters) != 1 || w.Exporters[0].Templates != 1 || len(w.Exporters[0].Versions) != 2 {
