@@ -274,7 +274,7 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 	}
 	clock.Log = slogFor(log).With("component", "clock")
 	g.Go(func() error { return purger.Run(gctx) })
-	g.Go(func() error { return set.access.RunFlusher(gctx, st.DB(), time.Minute) })
+	g.Go(func() error { return set.access.RunFlusher(gctx, st, time.Minute) })
 	sensors, err := startSensors(gctx, cfg, st, c.metrics, log)
 	if err != nil {
 		ln.Close()

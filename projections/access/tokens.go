@@ -126,9 +126,10 @@ func (p *Projection) TokenNameTaken(name string) bool {
 
 // FlushLastUsed writes the last_used_at values recorded since the last
 // flush to BucketLastUsed (key: token id, value: RFC 3339 time), and the
-// sessions' last requests to BucketSessionActive. On failure the values
-// stay pending for the next flush.
-func (p *Projection) FlushLastUsed(db *bolt.DB) error {
+// sessions' last requests to BucketSessionActive, in a transaction of
+// db's (serve's store, whose failed commit fails the store). On failure
+// the values stay pending for the next flush.
+func (p *Projection) FlushLastUsed(db projections.DB) error {
 	if db == nil {
 		return fmt.Errorf("access: flushing token last use: no database")
 	}
@@ -169,7 +170,7 @@ func (p *Projection) FlushLastUsed(db *bolt.DB) error {
 // more, and returns that last flush's error. A failed periodic flush keeps
 // its values pending for the next one. It blocks; run it in a goroutine
 // the caller waits for, before the database is closed.
-func (p *Projection) RunFlusher(ctx context.Context, db *bolt.DB, every time.Duration) error {
+func (p *Projection) RunFlusher(ctx context.Context, db projections.DB, every time.Duration) error {
 	if every <= 0 {
 		return fmt.Errorf("access: token last-use flusher: interval %v must be positive", every)
 	}

@@ -246,7 +246,7 @@ func (d *Dispatcher) Redeliver(destination, id string) (int, error) {
 		// No sender runs for it: the records would wait forever.
 		return 0, fmt.Errorf("notify: %q: %w", destination, ErrDisabled)
 	}
-	n, err := Redeliver(d.o.DB, destination, id, d.o.Now())
+	n, err := Redeliver(d.o.Update, destination, id, d.o.Now())
 	if err == nil {
 		d.wake(destination)
 	}

@@ -280,10 +280,12 @@ var ErrNotDead = errors.New("notify: only a dead record can be re-delivered")
 // one when id is "". It returns how many it queued; a record that is not
 // dead is ErrNotDead, an unknown id projections.ErrNotFound. A running
 // dispatcher picks them up within its poll interval (at once when told
-// through Dispatcher.Redeliver).
-func Redeliver(db *bolt.DB, destination, id string, now time.Time) (int, error) {
+// through Dispatcher.Redeliver). update runs the write transaction: the
+// store's Update in serve (a failed commit fails the store), a bare
+// bbolt file's in tests.
+func Redeliver(update func(func(*bolt.Tx) error) error, destination, id string, now time.Time) (int, error) {
 	n := 0
-	err := db.Update(func(tx *bolt.Tx) error {
+	err := update(func(tx *bolt.Tx) error {
 		if err := createBuckets(tx); err != nil {
 			return err
 		}
