@@ -84,6 +84,34 @@ func TestTrafficRecordedV1(t *testing.T) {
 	if a, b := walk(p1), walk(now.Payload); len(a) != 2 || !reflect.DeepEqual(a, b) {
 		t.Fatalf("v1 walk %+v, v2 walk %+v", a, b)
 	}
+	// Packed once (PackedTrafficRows), both walk to the same rows again,
+	// a row's offset naming it.
+	for _, payload := range [][]byte{p1, now.Payload} {
+		packed, err := PackedTrafficRows(payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []TrafficRowAddrs
+		var offs []int
+		for rest := packed; len(rest) > 0; {
+			offs = append(offs, len(packed)-len(rest))
+			var r TrafficRowAddrs
+			if rest, err = NextTrafficRow(rest, &r); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, r)
+		}
+		if !reflect.DeepEqual(out, walk(now.Payload)) {
+			t.Fatalf("packed walk %+v", out)
+		}
+		var r TrafficRowAddrs
+		if _, err := NextTrafficRow(packed[offs[1]:], &r); err != nil || r != out[1] {
+			t.Fatalf("row at offset %d: %+v %v", offs[1], r, err)
+		}
+	}
+	if _, err := PackedTrafficRows([]byte(`{"rows":"!!"}`)); err == nil {
+		t.Fatal("bad base64 packed")
+	}
 }
 
 func TestTrafficRowsMalformed(t *testing.T) {

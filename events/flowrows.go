@@ -103,6 +103,31 @@ func EachTrafficRow(payload []byte, fn func(*TrafficRowAddrs) error) error {
 	return nil
 }
 
+// PackedTrafficRows returns the rows of a traffic.recorded payload
+// packed as v2 packs them (decoded from base64; a v1 payload's rows
+// packed here), rows whose addresses do not parse left out as
+// [EachTrafficRow] leaves them. A reader that walks a window's rows more
+// than once, or in another order, walks these with [NextTrafficRow]
+// (a row's offset in them names it) rather than decoding the payload
+// each time.
+func PackedTrafficRows(payload []byte) ([]byte, error) {
+	pk := &TrafficPacker{}
+	err := EachTrafficRow(payload, func(r *TrafficRowAddrs) error {
+		r.Src, r.Dst = r.Src.WithZone(""), r.Dst.WithZone("")
+		return pk.Add(r)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return pk.raw, nil
+}
+
+// NextTrafficRow reads the first of packed rows (from
+// [PackedTrafficRows]) into *r and returns the rest.
+func NextTrafficRow(packed []byte, r *TrafficRowAddrs) ([]byte, error) {
+	return unpackRow(packed, r)
+}
+
 // eachPackedRow calls fn with each of v2's packed rows, given as base64.
 func eachPackedRow(b64 []byte, r *TrafficRowAddrs, fn func(*TrafficRowAddrs) error) error {
 	raw := make([]byte, base64.StdEncoding.DecodedLen(len(b64)))
