@@ -3,6 +3,7 @@ package flowlistener
 import (
 	"cmp"
 	"net/netip"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -44,28 +45,67 @@ func TestTableRoundTrip(t *testing.T) {
 // goes while the window is applied), a small one's kept; both start
 // empty, and the rows handed over are never written again.
 func TestTableDrop(t *testing.T) {
-	for _, n := range []int{10, keepRows + 1} {
-		tab := newTable(keepRows * 2)
+	for _, n := range []int{10, keepSlots/2 + 1} {
+		tab := newTable(keepSlots)
 		for i := range n {
 			f := flow{src: netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), dst: netip.MustParseAddr("8.8.8.8"), proto: 17, dstPort: 53, bytes: 1, packets: 1}
 			tab.add(&f)
 		}
-		idx := tab.idx
+		idx := &tab.slots[0]
 		rows := tab.drain()
 		if rows.Len() != n {
 			t.Fatalf("%d rows, want %d", rows.Len(), n)
 		}
-		if len(tab.idx) != 0 || tab.rows.Len() != 0 || cap(tab.rows.keys) != 0 || cap(tab.rows.vals) != 0 {
+		if tab.rows.Len() != 0 || cap(tab.rows.keys) != 0 || cap(tab.rows.vals) != 0 || slices.ContainsFunc(tab.slots, func(s int32) bool { return s != 0 }) {
 			t.Fatalf("%d: not empty after drain, or its rows still the window's", n)
 		}
-		if kept := sameMap(idx, tab.idx); kept != (n <= keepRows) {
+		if kept := &tab.slots[0] == idx; kept != (n <= keepSlots/4) {
 			t.Fatalf("%d rows: index kept %v", n, kept)
 		}
-		// The handed-over rows are the next window's no more.
+		// The handed-over rows are the next window's no more, and the next
+		// window's slices are made the size of this one's.
 		f := flow{src: netip.MustParseAddr("10.9.9.9"), dst: netip.MustParseAddr("8.8.8.8"), proto: 17, dstPort: 53, bytes: 7, packets: 1}
 		tab.add(&f)
 		if rows.Len() != n || rows.Row(0).Bytes != 1 {
 			t.Fatalf("%d: the next window's flow changed the drained rows", n)
+		}
+		if c := cap(tab.rows.vals); c < n || c > n+n/16 {
+			t.Fatalf("%d: the next window's rows made for %d", n, c)
+		}
+	}
+}
+
+// TestTableIndex: every row is found again through growths of the
+// index, a full table refuses new rows but still counts known ones, and
+// a flow is added to its own row only.
+func TestTableIndex(t *testing.T) {
+	const n = 5000
+	tab := newTable(n)
+	addr := func(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}) }
+	for round := range 3 {
+		for i := range n {
+			f := flow{src: addr(i), dst: netip.MustParseAddr("2001:db8::1"), proto: 6, srcPort: 50000, dstPort: 443, bytes: uint64(i), packets: 1}
+			if !tab.add(&f) {
+				t.Fatalf("round %d: flow %d refused", round, i)
+			}
+		}
+	}
+	if len(tab.slots) < 2*n {
+		t.Fatalf("%d slots for %d rows: the index did not grow", len(tab.slots), n)
+	}
+	f := flow{src: addr(n), dst: netip.MustParseAddr("2001:db8::1"), proto: 6, dstPort: 443}
+	if tab.add(&f) {
+		t.Fatal("a full table took a new row")
+	}
+	rows := tab.drain()
+	if rows.Len() != n {
+		t.Fatalf("%d rows, want %d", rows.Len(), n)
+	}
+	rows.sort()
+	for i := range n {
+		r := rows.Row(i)
+		if r.Src != addr(i) || r.Bytes != uint64(3*i) || r.Packets != 3 || r.Flows != 3 {
+			t.Fatalf("row %d: %+v", i, r)
 		}
 	}
 }
@@ -87,16 +127,6 @@ func BenchmarkTableAdd(b *testing.B) {
 			i = 0
 		}
 	}
-}
-
-// sameMap tells whether a and b are the same map (a write to one shows
-// in the other).
-func sameMap(a, b map[aggKey]int32) bool {
-	k := aggKey{proto: 255}
-	a[k] = 1
-	_, same := b[k]
-	delete(a, k)
-	return same
 }
 
 // TestTableOrder: drained rows come out sorted as netip.Addr.Compare
@@ -129,4 +159,47 @@ func TestTableOrder(t *testing.T) {
 			t.Fatalf("row %d: %+v, want %+v", i, got, want[i])
 		}
 	}
+}
+
+// BenchmarkTableWindow: windows of 10,000 devices × 1,000 peers an hour
+// (166,667 rows) into one table, each drained; reports the heap the
+// table holds when a window (not the first) closes (live-MB, after a
+// collection) and the most it held while it grew (peak-MB, sampled
+// each 1,024 rows, garbage not yet collected included).
+func BenchmarkTableWindow(b *testing.B) {
+	const rows = 166_667
+	tab := newTable(DefaultMaxRows)
+	fill := func(each func(i int)) {
+		for i := range rows {
+			d, p := i%10_000, i/10_000
+			f := flow{src: netip.AddrFrom4([4]byte{10, byte(d >> 16), byte(d >> 8), byte(d)}), dst: netip.AddrFrom4([4]byte{198, 18, byte(p >> 8), byte(p)}), proto: 6, srcPort: 40000, dstPort: 443, bytes: 1500, packets: 3}
+			tab.add(&f)
+			each(i)
+		}
+	}
+	fill(func(int) {})
+	tab.drain()
+	var live, peak float64
+	for b.Loop() {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		base := ms.HeapAlloc
+		top := uint64(0)
+		fill(func(i int) {
+			if i%1024 == 0 {
+				runtime.ReadMemStats(&ms)
+				top = max(top, ms.HeapAlloc-base)
+			}
+		})
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		live = float64(ms.HeapAlloc-base) / (1 << 20)
+		peak = float64(top) / (1 << 20)
+		if tab.drain().Len() != rows {
+			b.Fatal("rows lost")
+		}
+	}
+	b.ReportMetric(live, "live-MB")
+	b.ReportMetric(peak, "peak-MB")
 }
