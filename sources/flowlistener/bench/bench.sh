@@ -185,7 +185,10 @@ fi
 
 echo "== serve RSS: $devices devices x $peers peers per hour (an hour spread evenly: $((devices * peers / 60)) distinct pairs per 60 s window), $rss_duration"
 cp "$work/seeded.db" "$work/data/jocasta.db"
-start_serve "$work/rss.log"
+# gctrace: each collection's live heap goes to the log, for the highest
+# live heap below (steadier from run to run than the RSS, which depends
+# on when the collector happens to run).
+GODEBUG=gctrace=1 start_serve "$work/rss.log"
 echo "serve VmHWM at start: $(hwm "$pid") kB"
 # The highest RSS, anonymous and file-mapped RSS, sampled every second
 # from the start of the load (VmHWM also counts the start).
@@ -204,6 +207,8 @@ stopped=$(date +%s)
 sleep 70
 read -r load_anon load_file load_rss < "$work/rss-peaks" || true
 echo "highest sampled while the flows came and until their last window was recorded (70 s after): RSS ${load_rss:-?} kB; anonymous ${load_anon:-?} kB, files ${load_file:-?} kB (each its own highest)"
+live=$(awk '/^gc / { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+->[0-9]+->[0-9]+$/) { split($i, v, "->"); if (v[3] + 0 > m) m = v[3] + 0 } } END { print m + 0 }' "$work/rss.log")
+echo "highest live heap after a collection while the flows came and until their last window was recorded: $live MB (gctrace)"
 n=$(echo "$sent" | awk '{print $2}')
 got=0
 while [ "$got" -lt "$n" ] && [ $(($(date +%s) - stopped)) -lt 900 ]; do
