@@ -456,7 +456,8 @@ type rowWalk struct {
 	// collected holds a direction's rows by local address, once needed;
 	// kept from one part of the walk to the next.
 	collected [2][]rowRef
-	group     []side // scratch
+	group     []side  // scratch
+	w         *writer // the parts' writer
 }
 
 // rowRef is a row of the window by its local end (for one direction)
@@ -533,7 +534,13 @@ func (rw *rowWalk) sideOf(r *events.TrafficRowAddrs, dir byte) side {
 // budget sides are written (budget ≤ 0: all). It returns where it
 // stopped: Dir 2 when the window is done.
 func (rw *rowWalk) write(tx *bolt.Tx, pos walkPos, budget int) (walkPos, error) {
-	w := &writer{p: rw.p, bk: tx.Bucket(bHours)}
+	// One writer for every part: its scratch slices and what is left of
+	// its slab (never handed to bbolt yet) carry over.
+	if rw.w == nil {
+		rw.w = &writer{p: rw.p}
+	}
+	w := rw.w
+	w.bk = tx.Bucket(bHours)
 	w.cur = w.bk.Cursor()
 	w.minutes = minutesOf(w.cur, rw.base[:8], rw.base[offMinute])
 	written := 0
