@@ -24,7 +24,8 @@
 #
 # Usage: sources/flowlistener/bench/bench.sh   (env: DURATION=10s
 # START=25000 MAX=3200000 TRIAL_PEERS=5 RSS_DURATION=180s SKIP_GOFLOW=1
-# SKIP_SEARCH=1 for the RSS run alone)
+# SKIP_SEARCH=1 for the RSS run alone; KEEP_LOG=file keeps serve's log
+# of the RSS run, its collections included)
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 duration=${DURATION:-10s}
@@ -198,6 +199,7 @@ echo "serve VmHWM at start: $(hwm "$pid") kB"
     [ $((${ca:-0} + ${cf:-0})) -gt "$r" ] && r=$((ca + cf))
     echo "$a $f $r" > "$work/rss-peaks"; sleep 1
   done ) &
+gc_from=$(grep -c '^gc ' "$work/rss.log" || true)
 sent=$("$work/flowbench" send --addr "127.0.0.1:$udp" --rate $((devices * peers / 3600)) --duration "$rss_duration" --devices "$devices" --peers "$peers")
 echo "$sent"
 stopped=$(date +%s)
@@ -207,7 +209,8 @@ stopped=$(date +%s)
 sleep 70
 read -r load_anon load_file load_rss < "$work/rss-peaks" || true
 echo "highest sampled while the flows came and until their last window was recorded (70 s after): RSS ${load_rss:-?} kB; anonymous ${load_anon:-?} kB, files ${load_file:-?} kB (each its own highest)"
-live=$(awk '/^gc / { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+->[0-9]+->[0-9]+$/) { split($i, v, "->"); if (v[3] + 0 > m) m = v[3] + 0 } } END { print m + 0 }' "$work/rss.log")
+live=$(awk -v from="$gc_from" '/^gc / && ++n > from { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+->[0-9]+->[0-9]+$/) { split($i, v, "->"); if (v[3] + 0 > m) m = v[3] + 0 } } END { print m + 0 }' "$work/rss.log")
+[ -n "${KEEP_LOG:-}" ] && cp "$work/rss.log" "$KEEP_LOG"
 echo "highest live heap after a collection while the flows came and until their last window was recorded: $live MB (gctrace)"
 n=$(echo "$sent" | awk '{print $2}')
 got=0
