@@ -39,7 +39,8 @@ type FlowWindow struct {
 	// Exporters is the state of each exporter heard from, by address.
 	Exporters []FlowExporter
 	// Rows are the aggregated flows, sorted by (Src, Dst, Proto, Port);
-	// nil when there are none.
+	// nil when there are none. The sink that records the window drops
+	// them once they are in its event (they are most of its memory).
 	Rows FlowRows
 }
 

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"context"
 	"net/netip"
 	"testing"
 	"time"
@@ -39,5 +40,38 @@ func TestFlowWindowEvent(t *testing.T) {
 	}
 	if p.Started.Location() != time.UTC {
 		t.Fatal("times not in UTC")
+	}
+}
+
+// appendHook is an Appender that calls fn before it takes the events.
+type appendHook struct {
+	memLog
+	fn func()
+}
+
+func (a *appendHook) Append(ctx context.Context, evs ...events.Envelope) ([]events.Envelope, error) {
+	a.fn()
+	return a.memLog.Append(ctx, evs...)
+}
+
+// The sink drops a flow window's rows once they are packed into its
+// event, before the append (which copies the event), and the event still
+// holds them.
+func TestSinkDropsFlowRowsBeforeAppend(t *testing.T) {
+	at := time.Date(2026, 3, 1, 10, 1, 0, 0, time.UTC)
+	w := &sources.FlowWindow{ScanID: "flowlistener:gw@1", Started: at.Add(-time.Minute), Finished: at, Complete: true,
+		Rows: sources.FlowRowList{{Src: netip.MustParseAddr("192.0.2.10"), Dst: netip.MustParseAddr("198.51.100.1"), Proto: 17, Port: 53, Bytes: 80, Packets: 1, Flows: 1}}}
+	var atAppend sources.FlowRows = sources.FlowRowList{}
+	log := &appendHook{}
+	log.fn = func() { atAppend = w.Rows }
+	if err := NewSink(log).Record(context.Background(), sources.Run{Instance: sources.Instance{Source: "flowlistener:gw", Kind: "flowlistener"}, Result: w}); err != nil {
+		t.Fatal(err)
+	}
+	if atAppend != nil {
+		t.Fatalf("the window still held %d rows at the append", atAppend.Len())
+	}
+	n := 0
+	if err := events.EachTrafficRow(log.got[0].Payload, func(r *events.TrafficRowAddrs) error { n++; return nil }); err != nil || n != 1 {
+		t.Fatalf("the event holds %d rows (%v)", n, err)
 	}
 }
