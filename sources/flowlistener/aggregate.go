@@ -68,8 +68,8 @@ type table struct {
 	seed  maphash.Seed
 	rows  windowRows
 	max   int
-	// hint is the previous window's row count: the next window's slices
-	// are made that large at once, not grown by copying.
+	// hint is the previous window's row count: once a window has an
+	// eighth of it, its slices are made that large at once.
 	hint int
 }
 
@@ -132,9 +132,13 @@ func (t *table) add(f *flow) bool {
 		if n >= t.max {
 			return false
 		}
-		if t.rows.keys == nil && t.hint > 0 {
+		if n == cap(t.rows.keys) && t.hint > 0 && n >= t.hint/8 && n < t.hint {
+			// Made the last window's size at once, not grown by copying
+			// all the way; not at the window's first row, when the last
+			// window's rows are still being recorded.
 			c := min(t.hint+t.hint/16, t.max)
-			t.rows = windowRows{keys: make([]aggKey, 0, c), vals: make([]aggVal, 0, c)}
+			t.rows.keys = append(make([]aggKey, 0, c), t.rows.keys...)
+			t.rows.vals = append(make([]aggVal, 0, c), t.rows.vals...)
 		}
 		t.rows.keys = append(t.rows.keys, k)
 		t.rows.vals = append(t.rows.vals, aggVal{})

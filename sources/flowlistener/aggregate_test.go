@@ -63,14 +63,23 @@ func TestTableDrop(t *testing.T) {
 			t.Fatalf("%d rows: index kept %v", n, kept)
 		}
 		// The handed-over rows are the next window's no more, and the next
-		// window's slices are made the size of this one's.
+		// window's slices are made the size of this one's once it has an
+		// eighth of its rows (not at its first, while this one's are
+		// being recorded).
 		f := flow{src: netip.MustParseAddr("10.9.9.9"), dst: netip.MustParseAddr("8.8.8.8"), proto: 17, dstPort: 53, bytes: 7, packets: 1}
 		tab.add(&f)
 		if rows.Len() != n || rows.Row(0).Bytes != 1 {
 			t.Fatalf("%d: the next window's flow changed the drained rows", n)
 		}
-		if c := cap(tab.rows.vals); c < n || c > n+n/16 {
-			t.Fatalf("%d: the next window's rows made for %d", n, c)
+		if c := cap(tab.rows.vals); c > max(8, n/8) {
+			t.Fatalf("%d: the next window's first row made room for %d", n, c)
+		}
+		for i := range n / 4 {
+			f := flow{src: netip.AddrFrom4([4]byte{11, byte(i >> 16), byte(i >> 8), byte(i)}), dst: netip.MustParseAddr("8.8.8.8"), proto: 17, dstPort: 53, bytes: 1, packets: 1}
+			tab.add(&f)
+		}
+		if c := cap(tab.rows.vals); n > 100 && (c < n || c > n+n/16) {
+			t.Fatalf("%d: a quarter into the next window, its rows have room for %d", n, c)
 		}
 	}
 }
