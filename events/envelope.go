@@ -64,15 +64,87 @@ func (e *Envelope) CanonicalBytes() ([]byte, error) {
 	if len(p) == 0 {
 		p = json.RawMessage("null")
 	}
-	b, err := json.Marshal(canonical{
+	c := canonical{
 		Seq: e.Seq, ID: e.ID, Time: e.Time.UTC().Format(time.RFC3339Nano), Kind: e.Kind, V: e.V,
 		Source: e.Source, Actor: e.Actor, Device: e.Device, Stream: e.Stream,
 		Payload: p, PrevHash: e.PrevHash,
-	})
+	}
+	if len(p) >= spliceMin && compactSafe(p) && json.Valid(p) {
+		if b, ok := spliceCanonical(c); ok {
+			return b, nil
+		}
+	}
+	b, err := json.Marshal(c)
 	if err != nil {
 		return nil, fmt.Errorf("events: canonical bytes of seq %d: %w", e.Seq, err)
 	}
 	return b, nil
+}
+
+// spliceMin is the payload size from which CanonicalBytes splices the
+// payload in rather than have encoding/json copy it. For a payload of
+// megabytes (a flow window's traffic.recorded), encoding/json grows its
+// buffer by doubling, copies the result out, and keeps the doubled
+// buffer in its pool until the next collections: twice the payload's
+// size and more, live while the event is appended.
+const spliceMin = 64 << 10
+
+// spliceCanonical encodes c with encoding/json but for its payload, which
+// it splices in as it is: the same bytes as json.Marshal(c) when the
+// payload is valid and compactSafe. ok is false when the encoding does
+// not end as expected (the caller then uses json.Marshal).
+func spliceCanonical(c canonical) (b []byte, ok bool) {
+	p := c.Payload
+	c.Payload = json.RawMessage("null")
+	head, err := json.Marshal(c)
+	if err != nil {
+		return nil, false
+	}
+	ph, err := json.Marshal(c.PrevHash)
+	if err != nil {
+		return nil, false
+	}
+	// Payload and PrevHash are canonical's last fields.
+	const mid = `"payload":null,"prev_hash":`
+	tail := len(mid) + len(ph) + 1
+	if len(head) < tail || string(head[len(head)-tail:]) != mid+string(ph)+"}" {
+		return nil, false
+	}
+	b = make([]byte, 0, len(head)-len("null")+len(p))
+	b = append(b, head[:len(head)-tail]...)
+	b = append(b, `"payload":`...)
+	b = append(b, p...)
+	b = append(b, `,"prev_hash":`...)
+	b = append(b, ph...)
+	return append(b, '}'), true
+}
+
+// compactSafe reports whether encoding/json, escaping HTML as Marshal
+// does, copies the JSON text p unchanged: it compacts (drops whitespace
+// outside strings) and escapes <, >, & and U+2028, U+2029. It does not
+// check that p is valid JSON.
+func compactSafe(p []byte) bool {
+	in := false
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch {
+		case c == '<' || c == '>' || c == '&':
+			return false
+		case c == 0xE2 && i+2 < len(p) && p[i+1] == 0x80 && p[i+2]&^1 == 0xA8:
+			return false
+		case in:
+			if c == '\\' {
+				i++ // the escaped byte (never one of the above in valid JSON)
+			} else if c == '"' {
+				in = false
+			}
+		case c == '"':
+			in = true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			return false
+		}
+	}
+	return true
 }
 
 // ComputeHash returns the hash this envelope must carry given its PrevHash.
