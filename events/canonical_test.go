@@ -45,7 +45,7 @@ func TestCanonicalSplice(t *testing.T) {
 		{`null`, true},
 		{`[1,2.5e3,"a\"b\\c\u003c",true,{}]`, true},
 		{`{"s":"é ✓ \u2028"}`, true}, // the escape is text, not the character
-		{`{"a": 1}`, false},         // whitespace
+		{`{"a": 1}`, false},          // whitespace
 		{"{\"a\":\n1}", false},
 		{`{"s":"<b>"}`, false},
 		{`{"s":"a&b"}`, false},
