@@ -335,8 +335,9 @@ func callDecide(decide func(*bolt.Tx) ([]events.Envelope, error), tx *bolt.Tx) (
 }
 
 // appendTx seals items onto the chain at tip, puts them in lb and
-// returns the stored envelopes. items are not modified, so a retried
-// batch can seal them again.
+// returns the stored envelopes. items keep what sealing them again takes
+// (a retried batch): only a large body is dropped, and such an item is
+// then encoded in full.
 func appendTx(lb *bolt.Bucket, tip *chain, items []item) ([]events.Envelope, error) {
 	out := make([]events.Envelope, len(items))
 	for i, it := range items {
@@ -351,6 +352,12 @@ func appendTx(lb *bolt.Bucket, tip *chain, items []item) ([]events.Envelope, err
 		val, sum, err := seal(&it, tip.hash, tip.raw[:])
 		if err != nil {
 			return nil, fmt.Errorf("store: append: %w: %w", ErrBadEnvelope, err)
+		}
+		if len(it.body) >= dropBody {
+			// Sealed into val, a large body (a flow window's: megabytes)
+			// can go while the batch commits; sealed again (a retried
+			// batch), the item is encoded in full.
+			items[i].body = nil
 		}
 		if err := lb.Put(seqKey(seq), val); err != nil {
 			return nil, fmt.Errorf("store: append seq %d: %w", seq, err)
@@ -395,6 +402,10 @@ func seal(it *item, prev string, prevRaw []byte) ([]byte, [sha256.Size]byte, err
 	c = append(c, e.Hash...)
 	return append(c, `"}`...), sum, nil
 }
+
+// dropBody is the size from which appendTx drops an item's body once
+// sealed.
+const dropBody = 64 << 10
 
 // storedValue is the stored form of an event given its canonical bytes.
 func storedValue(canonical []byte, hash string) []byte {
