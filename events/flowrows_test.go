@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // viaJSON is what EachTrafficRow must hand over: the rows encoding/json
@@ -103,4 +104,47 @@ func TestEachTrafficRowAllocs(t *testing.T) {
 	if allocs > 10 {
 		t.Fatalf("%v allocations for 1,000 rows", allocs)
 	}
+}
+
+// FuzzPackedTrafficRows: the packed rows walk to exactly the rows
+// EachTrafficRow walks, whichever path made them, and a payload it
+// refuses is refused.
+func FuzzPackedTrafficRows(f *testing.F) {
+	v2 := MustNew(KindTrafficRecorded, TrafficRecorded{Rows: TrafficRows{
+		{Src: "192.0.2.1", Dst: "2001:db8::1", Proto: 6, Port: 443, Bytes: 1, Packets: 1, Flows: 1},
+		{Src: "::ffff:10.0.0.1", Dst: "8.8.8.8", Proto: 17, Port: 53, Bytes: 1 << 40, Packets: 2, Flows: 3},
+	}}, time.Time{}).Payload
+	for _, s := range []string{string(v2), `{"rows":null}`, `{"rows":""}`, `{"rows":"AA=="}`, `{"rows":"!"}`,
+		`{"rows":[{"s":"10.0.0.1","d":"10.0.0.2","p":6,"b":1,"n":1,"f":1}]}`, `{"rows":"AQ==","rows":"AQ=="}`, `{"x":"\u0041","rows":"AAAAAAAAAAAAAAAA"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		var want []TrafficRowAddrs
+		werr := EachTrafficRow(payload, func(r *TrafficRowAddrs) error {
+			want = append(want, *r)
+			return nil
+		})
+		packed, err := PackedTrafficRows(payload)
+		if (err != nil) != (werr != nil) {
+			t.Fatalf("PackedTrafficRows: %v; EachTrafficRow: %v", err, werr)
+		}
+		if err != nil {
+			return
+		}
+		var got []TrafficRowAddrs
+		for rest := packed; len(rest) > 0; {
+			var r TrafficRowAddrs
+			if rest, err = NextTrafficRow(rest, &r); err != nil {
+				t.Fatalf("its own packed rows do not read: %v", err)
+			}
+			r.Src, r.Dst = r.Src.WithZone(""), r.Dst.WithZone("")
+			got = append(got, r)
+		}
+		for i := range want {
+			want[i].Src, want[i].Dst = want[i].Src.WithZone(""), want[i].Dst.WithZone("")
+		}
+		if len(got) != len(want) || (len(got) > 0 && !reflect.DeepEqual(got, want)) {
+			t.Fatalf("packed %+v\nwalked %+v", got, want)
+		}
+	})
 }
