@@ -27,14 +27,29 @@ import (
 func (s *Store) ReleaseMapped() (int64, error) {
 	var size int64
 	err := s.db.View(func(tx *bolt.Tx) error {
-		size = tx.Size() // the file's pages in use; the mapping is at least as large
-		if size <= 0 {
-			return nil
-		}
-		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, s.db.Info().Data, uintptr(size), unix.MADV_DONTNEED); errno != 0 {
-			return fmt.Errorf("store: release the mapped pages of %s: madvise: %w", s.path, errno)
+		size = tx.Size()
+		if err := ReleaseMappedTx(tx); err != nil {
+			return fmt.Errorf("store: release the mapped pages of %s: %w", s.path, err)
 		}
 		return nil
 	})
 	return size, err
+}
+
+// ReleaseMappedTx is ReleaseMapped inside a transaction the caller holds
+// (any, read or write: each holds bbolt's mmap lock), for a long read
+// that walks more of the file than it needs mapped at once: it releases
+// every page mapped so far, those the walk has yet to use included (they
+// are read again from the page cache). Calling ReleaseMapped there
+// instead would open a second read transaction, which can deadlock with
+// a writer waiting to remap.
+func ReleaseMappedTx(tx *bolt.Tx) error {
+	size := tx.Size() // the file's pages in use; the mapping is at least as large
+	if size <= 0 {
+		return nil
+	}
+	if _, _, errno := unix.Syscall(unix.SYS_MADVISE, tx.DB().Info().Data, uintptr(size), unix.MADV_DONTNEED); errno != 0 {
+		return fmt.Errorf("madvise: %w", errno)
+	}
+	return nil
 }

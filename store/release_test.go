@@ -107,3 +107,61 @@ func TestReleaseMapped(t *testing.T) {
 		t.Fatalf("reading again mapped only %d bytes back", again)
 	}
 }
+
+// TestReleaseMappedTx: a read that releases the mapped pages as it walks
+// (inside its own transaction) reads every value right, and the file's
+// resident pages at its end are about what it read since the last
+// release, not the whole file.
+func TestReleaseMappedTx(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.db")
+	s, err := store.Open(path, store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const n, size, every = 4096, 4000, 256
+	val := func(i int) []byte { return bytes.Repeat([]byte{byte(i * 7)}, size) }
+	if err := s.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists([]byte("side"))
+		if err != nil {
+			return err
+		}
+		for i := range n {
+			if err := b.Put([]byte(fmt.Sprintf("%08d", i)), val(i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ReleaseMapped(); err != nil {
+		t.Fatal(err)
+	}
+	var resident int64
+	err = s.DB().View(func(tx *bolt.Tx) error {
+		c := tx.Bucket([]byte("side")).Cursor()
+		i := 0
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if !bytes.Equal(v, val(i)) {
+				return fmt.Errorf("value %d differs after a release", i)
+			}
+			if i++; i%every == 0 {
+				if err := store.ReleaseMappedTx(tx); err != nil {
+					return err
+				}
+			}
+		}
+		if i != n {
+			return fmt.Errorf("walked %d values of %d", i, n)
+		}
+		resident = mappedRss(t, path)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resident > n*size/4 {
+		t.Fatalf("%d bytes of the %d-byte file resident at the walk's end, releasing every %d values", resident, n*size, every)
+	}
+}

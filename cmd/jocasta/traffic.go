@@ -13,6 +13,7 @@ import (
 	"github.com/jocasta/jocasta/httpapi"
 	"github.com/jocasta/jocasta/projections/inventory"
 	"github.com/jocasta/jocasta/projections/traffic"
+	"github.com/jocasta/jocasta/store"
 )
 
 // countries is the embedded IP → country database, loaded once per
@@ -41,7 +42,7 @@ func newTraffic(cfg *config.Config, inv *inventory.Inventory, peerName func(devi
 		}
 		ev.Err(err).Msg("IP → country database unavailable; traffic peers will show no country (build with make to embed it)")
 	}
-	return traffic.New(traffic.Options{Addresses: inv, Countries: c, Home: cfg.Location.Country, Outside: inv.Outside, PeerName: peerName})
+	return traffic.New(traffic.Options{Addresses: inv, Countries: c, Home: cfg.Location.Country, Outside: inv.Outside, PeerName: peerName, ReleaseMapped: store.ReleaseMappedTx})
 }
 
 // trafficAPI is the traffic read model for the API and MCP when a flow

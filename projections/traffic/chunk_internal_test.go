@@ -278,3 +278,34 @@ func TestWindowInPartsReleasesPages(t *testing.T) {
 		t.Fatalf("released after parts %v, want after each of %d", db.releases, db.commits)
 	}
 }
+
+// Overview, which reads every row of its range, releases the mapped
+// pages every releaseRows rows, inside its own read transaction.
+func TestOverviewReleasesPages(t *testing.T) {
+	p, db := chunkDB(t)
+	for _, e := range chunkWindows(true) {
+		if err := db.Update(func(tx *bolt.Tx) error { return p.Apply(tx, e) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows := 0
+	_ = db.View(func(tx *bolt.Tx) error { rows = tx.Bucket(bHours).Stats().KeyN; return nil })
+	old := releaseRows
+	releaseRows = 100
+	t.Cleanup(func() { releaseRows = old })
+	calls := 0
+	p.opts.ReleaseMapped = func(tx *bolt.Tx) error {
+		if tx.Writable() || tx.DB() != db {
+			t.Error("released outside the read's own transaction")
+		}
+		calls++
+		return errors.New("ignored: memory only")
+	}
+	at := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	if _, err := p.Overview(context.Background(), at, at.Add(time.Hour), 10); err != nil {
+		t.Fatal(err)
+	}
+	if rows < 1000 || calls != rows/100 {
+		t.Fatalf("%d releases over %d rows, want one per 100", calls, rows)
+	}
+}

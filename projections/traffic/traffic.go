@@ -113,7 +113,17 @@ type Options struct {
 	PeerName func(deviceID string, peer netip.Addr, at time.Time) string
 	// Registry decodes payloads. Default events.Default.
 	Registry *events.Registry
+	// ReleaseMapped drops the database's pages from the process's memory
+	// map inside a read transaction (store.ReleaseMappedTx); Overview,
+	// which reads every row of its range, calls it every releaseRows
+	// rows, so that the range's pages do not all count in serve's
+	// resident set at once. nil: never.
+	ReleaseMapped func(*bolt.Tx) error
 }
+
+// releaseRows is how many rows Overview reads between two releases of
+// the mapped pages: about 6 MB of pages. A variable for tests.
+var releaseRows = 65536
 
 // Gap is a flow window a crash lost: the listener's previous run ended
 // after Last without a final window, and the next run started at Next.
@@ -1185,6 +1195,9 @@ func (p *Projection) Overview(ctx context.Context, since, until time.Time, limit
 				if err := ctx.Err(); err != nil {
 					return err
 				}
+			}
+			if n%releaseRows == 0 && p.opts.ReleaseMapped != nil {
+				_ = p.opts.ReleaseMapped(tx) // memory only: the read goes on
 			}
 			h := int64(binary.BigEndian.Uint64(k))
 			if len(k) != keyLen {
