@@ -186,7 +186,9 @@ func (s *server) listDevicesAt(w http.ResponseWriter, r *http.Request) error {
 			ds = append(ds, d)
 		}
 	}
-	slices.SortFunc(ds, order.Compare)
+	if !slices.IsSortedFunc(ds, order.Compare) { // DevicesAt gives them by name
+		slices.SortFunc(ds, order.Compare)
+	}
 	page := devicesAtPage{At: at, Items: make([]history.Device, 0, min(limit, len(ds)))}
 	for _, d := range ds[:min(limit, len(ds))] {
 		page.Items = append(page.Items, *d)
