@@ -59,20 +59,7 @@ func TestReleaseMapped(t *testing.T) {
 	defer s.Close()
 	const n, size = 4096, 4000
 	val := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, size) }
-	if err := s.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists([]byte("side"))
-		if err != nil {
-			return err
-		}
-		for i := range n {
-			if err := b.Put([]byte(fmt.Sprintf("%08d", i)), val(i)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	fillSide(t, s, n, val)
 	readAll := func() {
 		t.Helper()
 		if err := s.DB().View(func(tx *bolt.Tx) error {
@@ -121,20 +108,7 @@ func TestReleaseMappedTx(t *testing.T) {
 	defer s.Close()
 	const n, size, every = 4096, 4000, 256
 	val := func(i int) []byte { return bytes.Repeat([]byte{byte(i * 7)}, size) }
-	if err := s.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists([]byte("side"))
-		if err != nil {
-			return err
-		}
-		for i := range n {
-			if err := b.Put([]byte(fmt.Sprintf("%08d", i)), val(i)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	fillSide(t, s, n, val)
 	if _, err := s.ReleaseMapped(); err != nil {
 		t.Fatal(err)
 	}
@@ -163,5 +137,24 @@ func TestReleaseMappedTx(t *testing.T) {
 	}
 	if resident > n*size/4 {
 		t.Fatalf("%d bytes of the %d-byte file resident at the walk's end, releasing every %d values", resident, n*size, every)
+	}
+}
+
+// fillSide writes n values val(i) under keys %08d into a bucket "side".
+func fillSide(t *testing.T, s *store.Store, n int, val func(int) []byte) {
+	t.Helper()
+	if err := s.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists([]byte("side"))
+		if err != nil {
+			return err
+		}
+		for i := range n {
+			if err := b.Put([]byte(fmt.Sprintf("%08d", i)), val(i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
