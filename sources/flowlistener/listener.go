@@ -54,6 +54,7 @@ func (o *Options) setDefaults() {
 	if o.MaxRows <= 0 {
 		o.MaxRows = DefaultMaxRows
 	}
+	o.MaxRows = min(o.MaxRows, 1<<30) // the table's index holds int32s
 	if o.RcvBuf <= 0 {
 		o.RcvBuf = DefaultRcvBuf
 	}
