@@ -36,13 +36,15 @@ func (s *Store) ReleaseMapped() (int64, error) {
 	return size, err
 }
 
-// ReleaseMappedTx is ReleaseMapped inside a transaction the caller holds
-// (any, read or write: each holds bbolt's mmap lock), for a long read
-// that walks more of the file than it needs mapped at once: it releases
-// every page mapped so far, those the walk has yet to use included (they
-// are read again from the page cache). Calling ReleaseMapped there
-// instead would open a second read transaction, which can deadlock with
-// a writer waiting to remap.
+// ReleaseMappedTx is ReleaseMapped inside a transaction the caller
+// holds, for work that reads more of the file than it needs mapped at
+// once: it releases every page mapped so far, those the work has yet to
+// use included (they are read again from the page cache). The mapping
+// cannot move meanwhile: a read transaction holds bbolt's mmap lock, and
+// in a write transaction's function only that transaction's own commit,
+// still to come, could remap. Calling ReleaseMapped there instead would
+// open a second read transaction, which can deadlock with a writer
+// waiting to remap.
 func ReleaseMappedTx(tx *bolt.Tx) error {
 	size := tx.Size() // the file's pages in use; the mapping is at least as large
 	if size <= 0 {

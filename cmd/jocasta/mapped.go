@@ -6,13 +6,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/jocasta/jocasta/projections"
 	"github.com/jocasta/jocasta/store"
 )
-
-// The traffic projection releases the pages after each part of a large
-// window through this interface.
-var _ projections.MappedReleaser = (*store.Store)(nil)
 
 // releaseEvery is how often serve drops the database's pages from its
 // memory map (store.ReleaseMapped). Reads map them again from the page

@@ -114,10 +114,10 @@ type Options struct {
 	// Registry decodes payloads. Default events.Default.
 	Registry *events.Registry
 	// ReleaseMapped drops the database's pages from the process's memory
-	// map inside a read transaction (store.ReleaseMappedTx); Overview,
-	// which reads every row of its range, calls it every releaseRows
-	// rows, so that the range's pages do not all count in serve's
-	// resident set at once. nil: never.
+	// map inside a transaction (store.ReleaseMappedTx). A window written
+	// in parts calls it in each part, and Overview, which reads every row
+	// of its range, every releaseRows rows, so that the pages they read
+	// do not all count in serve's resident set at once. nil: never.
 	ReleaseMapped func(*bolt.Tx) error
 }
 
@@ -375,22 +375,28 @@ func (p *Projection) ApplyChunks(ctx context.Context, db projections.DB, ev even
 				return err
 			}
 			next = n
+			// A part reads the rows its addresses already have in every
+			// earlier minute of the hour; released here, those pages do
+			// not add up over the parts to nearly the whole hour in
+			// serve's resident set.
+			p.releaseMapped(tx)
 			return putProgress(tx, progress{Seq: ev.Seq, Pos: n})
 		})
 		if err != nil {
 			return fmt.Errorf("traffic: seq %d: write rows from %+v: %w", ev.Seq, pos, err)
 		}
 		pos = next
-		// A part reads the rows its addresses already have in every
-		// earlier minute of the hour; released here, those pages do not
-		// add up over the parts to nearly the whole hour in serve's
-		// resident set. A failure costs memory only (the kernel reclaims
-		// the pages anyway), so it does not stop the window.
-		if r, ok := db.(projections.MappedReleaser); ok {
-			_, _ = r.ReleaseMapped()
-		}
 	}
 	return nil
+}
+
+// releaseMapped calls Options.ReleaseMapped, if set, in tx. A failure
+// costs memory only (the kernel reclaims the pages anyway), so it stops
+// nothing.
+func (p *Projection) releaseMapped(tx *bolt.Tx) {
+	if p.opts.ReleaseMapped != nil {
+		_ = p.opts.ReleaseMapped(tx)
+	}
 }
 
 // chunkHook runs in each part's transaction before its progress is
@@ -1196,8 +1202,8 @@ func (p *Projection) Overview(ctx context.Context, since, until time.Time, limit
 					return err
 				}
 			}
-			if n%releaseRows == 0 && p.opts.ReleaseMapped != nil {
-				_ = p.opts.ReleaseMapped(tx) // memory only: the read goes on
+			if n%releaseRows == 0 {
+				p.releaseMapped(tx)
 			}
 			h := int64(binary.BigEndian.Uint64(k))
 			if len(k) != keyLen {
