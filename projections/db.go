@@ -10,4 +10,3 @@ type DB interface {
 	View(fn func(*bolt.Tx) error) error
 	Update(fn func(*bolt.Tx) error) error
 }
-
