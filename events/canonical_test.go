@@ -14,21 +14,13 @@ func spliced(e Envelope, p []byte) ([]byte, bool) {
 	if !compactSafe(p) || !json.Valid(p) {
 		return nil, false
 	}
-	return spliceCanonical(canonical{
-		Seq: e.Seq, ID: e.ID, Time: e.Time.UTC().Format(time.RFC3339Nano), Kind: e.Kind, V: e.V,
-		Source: e.Source, Actor: e.Actor, Device: e.Device, Stream: e.Stream,
-		Payload: p, PrevHash: e.PrevHash,
-	})
+	return spliceCanonical(e.canonical(p))
 }
 
 // marshaled is the canonical bytes as encoding/json writes them.
 func marshaled(t testing.TB, e Envelope, p []byte) ([]byte, error) {
 	t.Helper()
-	return json.Marshal(canonical{
-		Seq: e.Seq, ID: e.ID, Time: e.Time.UTC().Format(time.RFC3339Nano), Kind: e.Kind, V: e.V,
-		Source: e.Source, Actor: e.Actor, Device: e.Device, Stream: e.Stream,
-		Payload: p, PrevHash: e.PrevHash,
-	})
+	return json.Marshal(e.canonical(p))
 }
 
 var canonicalEnvelope = Envelope{Seq: 42, ID: "0123abc", Time: time.Date(2026, 11, 28, 12, 0, 0, 5, time.UTC), Kind: KindTrafficRecorded, V: 2,

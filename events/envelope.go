@@ -64,11 +64,7 @@ func (e *Envelope) CanonicalBytes() ([]byte, error) {
 	if len(p) == 0 {
 		p = json.RawMessage("null")
 	}
-	c := canonical{
-		Seq: e.Seq, ID: e.ID, Time: e.Time.UTC().Format(time.RFC3339Nano), Kind: e.Kind, V: e.V,
-		Source: e.Source, Actor: e.Actor, Device: e.Device, Stream: e.Stream,
-		Payload: p, PrevHash: e.PrevHash,
-	}
+	c := e.canonical(p)
 	if len(p) >= spliceMin && compactSafe(p) && json.Valid(p) {
 		if b, ok := spliceCanonical(c); ok {
 			return b, nil
@@ -79,6 +75,15 @@ func (e *Envelope) CanonicalBytes() ([]byte, error) {
 		return nil, fmt.Errorf("events: canonical bytes of seq %d: %w", e.Seq, err)
 	}
 	return b, nil
+}
+
+// canonical is e as CanonicalBytes encodes it, with payload p.
+func (e *Envelope) canonical(p json.RawMessage) canonical {
+	return canonical{
+		Seq: e.Seq, ID: e.ID, Time: e.Time.UTC().Format(time.RFC3339Nano), Kind: e.Kind, V: e.V,
+		Source: e.Source, Actor: e.Actor, Device: e.Device, Stream: e.Stream,
+		Payload: p, PrevHash: e.PrevHash,
+	}
 }
 
 // spliceMin is the payload size from which CanonicalBytes splices the
