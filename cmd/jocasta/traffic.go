@@ -16,8 +16,10 @@ import (
 	"github.com/jocasta/jocasta/store"
 )
 
-// countries is the embedded IP → country database, loaded once per
-// process (it is 5 MB once unpacked; replays build fresh projections).
+// countries is the embedded IP → country database, opened once per
+// process (replays build fresh projections; the database is read in
+// place in the binary, so each would only repeat the check of its
+// metadata).
 var countries = sync.OnceValues(func() (*traffic.Countries, error) { return traffic.LoadCountries("") })
 
 // countriesFor is location.country_db's database, or the embedded one.

@@ -1,25 +1,22 @@
 package traffic
 
 import (
-	"bytes"
-	"compress/gzip"
-	"embed"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"net/netip"
 	"os"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/oschwald/maxminddb-golang/v2"
 )
 
-//go:embed data
-var dataFS embed.FS
-
-const dataFile = "data/country.mmdb.gz"
+// embeddedCountryDB is the embedded country database, a MaxMind DB file
+// as it is: country_data.go, written by the generator (gen/gen.mjs, `make
+// country`) beside data/country.mmdb and not committed, sets it. Empty
+// when the binary was built without them.
+var embeddedCountryDB string
 
 // ErrNoCountryData says the binary was built without the embedded
 // country database (see data/README.md): peers have no country.
@@ -69,31 +66,34 @@ var countryPaths = [][]any{{"country_code"}, {"country", "iso_code"}, {"register
 
 // LoadCountries opens path, or the embedded database when path is "".
 // On ErrNoCountryData it still returns a usable (empty) Countries.
+//
+// The embedded database is read in place, in the binary's read-only
+// data: it takes no heap, and only the pages lookups go through are
+// read in (mapped from the executable, which the kernel can drop and
+// read again). An operator's file is read into the heap rather than
+// mapped: a mapped file rewritten in place (cp over it) would crash the
+// process at its next lookup, and a copy made at start cannot change.
 func LoadCountries(path string) (*Countries, error) {
 	var b []byte
-	if path != "" {
+	switch {
+	case path != "":
 		var err error
 		if b, err = os.ReadFile(path); err != nil {
 			return &Countries{}, fmt.Errorf("traffic: country database: %w", err)
 		}
-	} else {
-		gz, err := dataFS.ReadFile(dataFile)
-		if errors.Is(err, fs.ErrNotExist) {
-			return &Countries{}, ErrNoCountryData
-		}
-		if err != nil {
-			return &Countries{}, fmt.Errorf("traffic: embedded %s: %w", dataFile, err)
-		}
-		zr, err := gzip.NewReader(bytes.NewReader(gz))
-		if err != nil {
-			return &Countries{}, fmt.Errorf("traffic: embedded %s: %w", dataFile, err)
-		}
-		if b, err = io.ReadAll(zr); err != nil {
-			return &Countries{}, fmt.Errorf("traffic: embedded %s: %w", dataFile, err)
-		}
+	case embeddedCountryDB == "":
+		return &Countries{}, ErrNoCountryData
+	default:
+		// maxminddb only reads its buffer (OpenBytes: "callers must not
+		// modify it"), so the string's bytes are safe to hand it as
+		// they are, without the 5 MB copy []byte(s) would make.
+		b = unsafe.Slice(unsafe.StringData(embeddedCountryDB), len(embeddedCountryDB))
 	}
 	db, err := maxminddb.OpenBytes(b)
 	if err != nil {
+		if path == "" {
+			return &Countries{}, fmt.Errorf("traffic: embedded country database: %w", err)
+		}
 		return &Countries{}, fmt.Errorf("traffic: country database %q: %w", path, err)
 	}
 	c := &Countries{db: db}
