@@ -8,6 +8,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/jocasta/jocasta/projections/history"
 )
 
 // The read-ahead of a list visits every device of the history rows once,
@@ -84,5 +86,97 @@ func TestReadAheadVisitsEveryDevice(t *testing.T) {
 	}
 	if got := (&Inventory{}).startReadAhead(context.Background(), []time.Time{t0})(); got != 0 {
 		t.Errorf("a read-ahead of an inventory not loaded visited %d", got)
+	}
+}
+
+// A list at an instant starts its read-ahead inside its own read
+// transaction. When a write that must remap the growing file comes in
+// between, bbolt's remap waits for every read transaction and new ones
+// wait behind it: the read-ahead's transactions are held back, and the
+// list must still end (it does not wait for them inside its
+// transaction), the write commit after it, and stopping the read-ahead
+// return. Waiting for the read-ahead inside the transaction deadlocks
+// here (checked by hand: the test fails after its minute).
+func TestListAtBesideARemappingWrite(t *testing.T) {
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "h.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Closed at the end, not deferred: after a deadlock Close would wait
+	// for it too, and the test would hang instead of failing.
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	const devices = 2000
+	err = db.Update(func(tx *bolt.Tx) error {
+		if _, err := tx.CreateBucket([]byte(bucketMeta)); err != nil {
+			return err
+		}
+		b, err := tx.CreateBucket([]byte(bucketHistory))
+		if err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucket([]byte("filler")); err != nil {
+			return err
+		}
+		for k := range devices {
+			id := deviceID(fmt.Sprint("key ", k), 0)
+			if err := b.Put(histKey(id, t0, uint64(k+1)), []byte(`{"id":"`+id+`"}`)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := &Inventory{db: db}
+	for round := range 3 {
+		done := make(chan error, 1)
+		go func() {
+			var lists [][]history.Device
+			written := make(chan error, 1)
+			stop := func() int { return 0 }
+			err := inv.viewHistory(context.Background(), []time.Time{t0.Add(time.Hour)}, func(r *histReader) error {
+				// A value larger than the whole file: its commit must grow
+				// the file past the mapping and remap, which waits for
+				// this transaction.
+				size := int(r.b.Tx().Size()) * 2
+				go func() {
+					written <- db.Update(func(tx *bolt.Tx) error {
+						return tx.Bucket([]byte("filler")).Put(fmt.Appendf(nil, "v%d", round), make([]byte, size))
+					})
+				}()
+				select {
+				case err := <-written:
+					return fmt.Errorf("the write committed inside a read transaction (%v): no remap", err)
+				case <-time.After(100 * time.Millisecond): // the write waits for the remap
+				}
+				stop = inv.startReadAhead(context.Background(), []time.Time{t0.Add(time.Hour)})
+				var err error
+				lists, err = r.all(context.Background(), t0.Add(time.Hour))
+				return err
+			})
+			if err == nil {
+				if err = <-written; err == nil && len(lists[0]) != devices {
+					err = fmt.Errorf("the list has %d devices, want %d", len(lists[0]), devices)
+				}
+			}
+			// stop cancels the read-ahead and waits for it: after the
+			// remap its transactions ran, or ended at their first look.
+			if visited := stop(); err == nil && visited > devices {
+				err = fmt.Errorf("the read-ahead visited %d devices of %d", visited, devices)
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("round %d: a list at an instant beside a remapping write did not end within a minute (deadlock)", round)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
