@@ -2,6 +2,7 @@ package traffic
 
 import (
 	"encoding/binary"
+	"fmt"
 	"testing"
 	"time"
 
@@ -66,5 +67,45 @@ func TestMinuteLayout(t *testing.T) {
 		if !want[r] {
 			t.Fatalf("row %+v not expected; rows %+v", r, got)
 		}
+	}
+}
+
+// TestHourPagesPacked: a window's new rows append to the hour (its own
+// minute), so the hours' leaf pages are written nearly full
+// (hoursFillPercent), not split at half as bbolt does by default.
+func TestHourPagesPacked(t *testing.T) {
+	p, db := chunkDB(t)
+	hour := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	for w := range 3 {
+		var rows []events.TrafficRow
+		for d := range 100 {
+			for k := range 100 {
+				peer := w*100 + k
+				rows = append(rows, events.TrafficRow{
+					Src: fmt.Sprintf("10.0.%d.%d", d/250, d%250+1), Dst: fmt.Sprintf("203.0.%d.%d", peer/250, peer%250+1),
+					Proto: 6, Port: 443, Bytes: 1000, Packets: 2, Flows: 1,
+				})
+			}
+		}
+		end := hour.Add(time.Duration(w+1)*time.Minute + 30*time.Second)
+		e := events.MustNew(events.KindTrafficRecorded, events.TrafficRecorded{Started: end.Add(-time.Minute), Finished: end, Rows: rows}, end)
+		e.Seq, e.Source = uint64(w+1), "flowlistener:gw"
+		if err := db.Update(func(tx *bolt.Tx) error { return p.Apply(tx, e) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.View(func(tx *bolt.Tx) error {
+		s := tx.Bucket(bHours).Stats()
+		// Each device keeps its first TopPeers peers of the hour (the
+		// rest fold into a row per country), each peer all 100 devices.
+		if want := 100*(TopPeers+1) + 300*100; s.KeyN != want {
+			t.Errorf("%d rows, want %d", s.KeyN, want)
+		}
+		if fill := float64(s.LeafInuse) / float64(s.LeafAlloc); fill < 0.8 {
+			t.Errorf("leaf pages %.0f %% full (%d of %d bytes), want at least 80 %%", 100*fill, s.LeafInuse, s.LeafAlloc)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
