@@ -57,14 +57,6 @@ var (
 // letters in its last two bytes (zero: no country), and protocol and port
 // are zero. Values: peer country (2 bytes, zero when none) | bytes,
 // packets, flows (uvarint each).
-// hoursFillPercent packs the hours' pages nearly full at commit
-// (bbolt's default, half, suits keys that land anywhere): a window's new
-// rows all go to its own minute, after the earlier minutes', so its
-// writes are appends, and a page split at half is left half empty for
-// good. A row added to in an earlier minute only grows by a varint byte
-// now and then.
-const hoursFillPercent = 0.9
-
 const (
 	offMinute = 8
 	offLocal  = 9
@@ -76,6 +68,14 @@ const (
 	keyLen    = 46
 	maxValLen = 2 + 3*binary.MaxVarintLen64
 )
+
+// hoursFillPercent packs the hours' pages nearly full at commit
+// (bbolt's default, half, suits keys that land anywhere): a window's new
+// rows all go to its own minute, after the earlier minutes', so its
+// writes are appends, and a page split at half is left half empty for
+// good. A row added to in an earlier minute only grows by a varint byte
+// now and then.
+const hoursFillPercent = 0.9
 
 // Row kinds.
 const (
