@@ -51,15 +51,9 @@ func mappedRss(t *testing.T, path string) int64 {
 // releases it: the process's resident pages of the file drop, and every
 // value reads back the same afterwards (from the page cache).
 func TestReleaseMapped(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "j.db")
-	s, err := store.Open(path, store.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	const n, size = 4096, 4000
 	val := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, size) }
-	fillSide(t, s, n, val)
+	s, path := filledStore(t, n, val)
 	readAll := func() {
 		t.Helper()
 		if err := s.DB().View(func(tx *bolt.Tx) error {
@@ -100,20 +94,14 @@ func TestReleaseMapped(t *testing.T) {
 // resident pages at its end are about what it read since the last
 // release, not the whole file.
 func TestReleaseMappedTx(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "j.db")
-	s, err := store.Open(path, store.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	const n, size, every = 4096, 4000, 256
 	val := func(i int) []byte { return bytes.Repeat([]byte{byte(i * 7)}, size) }
-	fillSide(t, s, n, val)
+	s, path := filledStore(t, n, val)
 	if _, err := s.ReleaseMapped(); err != nil {
 		t.Fatal(err)
 	}
 	var resident int64
-	err = s.DB().View(func(tx *bolt.Tx) error {
+	err := s.DB().View(func(tx *bolt.Tx) error {
 		c := tx.Bucket([]byte("side")).Cursor()
 		i := 0
 		for k, v := c.First(); k != nil; k, v = c.Next() {
@@ -140,9 +128,17 @@ func TestReleaseMappedTx(t *testing.T) {
 	}
 }
 
-// fillSide writes n values val(i) under keys %08d into a bucket "side".
-func fillSide(t *testing.T, s *store.Store, n int, val func(int) []byte) {
+// filledStore opens a store in a temporary directory (closed when the
+// test ends) with n values val(i) under keys %08d in a bucket "side",
+// and returns it with its file's path.
+func filledStore(t *testing.T, n int, val func(int) []byte) (*store.Store, string) {
 	t.Helper()
+	path := filepath.Join(t.TempDir(), "j.db")
+	s, err := store.Open(path, store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
 	if err := s.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists([]byte("side"))
 		if err != nil {
@@ -157,4 +153,5 @@ func fillSide(t *testing.T, s *store.Store, n int, val func(int) []byte) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	return s, path
 }
