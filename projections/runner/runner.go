@@ -685,10 +685,15 @@ func (r *Runner) read(ctx context.Context, from, limit uint64, ch chan<- *batch)
 // well as by BatchSize: a sweep of 1,000 hosts written by difference is
 // about 20 KB, and 10,000 of them in a batch, with what the preparers
 // and the write transaction make of them, kept hundreds of MB live in
-// the replay of 90 days of 1,000 devices. Batches of small events stay
-// BatchSize long. The first batch of a read, before any size is known,
-// is at most firstBatch events. A variable for tests.
-var maxBatchBytes = 16 << 20
+// the replay of 90 days of 1,000 devices. A batch costs several times
+// its payloads in live heap (the payloads, their decoded form, the next
+// batch prepared while it is applied, the write transaction's nodes): 4
+// MiB halved the live peak of that replay and of serve's rebuild of the
+// same log, 16 MiB's 262 MB to 130 MB (docs/performance.md, "Rebuild
+// memory"). Batches of small events stay BatchSize long. The first batch
+// of a read, before any size is known, is at most firstBatch events. A
+// variable for tests.
+var maxBatchBytes = 4 << 20
 
 // firstBatch is the most events of the first batch of a read.
 const firstBatch = 1024
