@@ -67,7 +67,7 @@ func Replay(ctx context.Context, src *store.Store, dstPath string, until time.Ti
 	}()
 	switch {
 	case cloned:
-		if err := dst.DB().Update(store.ResetToLogTx); err != nil {
+		if err := dst.Update(store.ResetToLogTx); err != nil {
 			return fmt.Errorf("runner: replay: %w", err)
 		}
 	case src.First() <= 1:
@@ -107,7 +107,7 @@ func restoreBase(src, dst *store.Store, until time.Time, projs []Projection, opt
 	if err != nil {
 		return err
 	}
-	err = dst.DB().Update(func(tx *bolt.Tx) error {
+	err = dst.Update(func(tx *bolt.Tx) error {
 		if err := store.RestoreSnapshotTx(tx, snap); err != nil {
 			return err
 		}
