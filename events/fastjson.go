@@ -97,17 +97,7 @@ func decodeSweepCompleted(b []byte, p *SweepCompleted) bool {
 
 // int64s parses an array of integers (a v2 sweep's references to its
 // base: index, round trip, ...).
-func (d *jdec) int64s(ns *[]int64) bool {
-	*ns = make([]int64, 0, 16)
-	return d.array(func() bool {
-		var n int64
-		if !d.Int(&n) {
-			return false
-		}
-		*ns = append(*ns, n)
-		return true
-	})
-}
+func (d *jdec) int64s(ns *[]int64) bool { return d.Int64s(ns) }
 
 // sweepHosts parses an array of SweepHost.
 func (d *jdec) sweepHosts(hs *[]SweepHost) bool {

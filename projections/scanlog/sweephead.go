@@ -139,17 +139,7 @@ func ints(s *events.JSONScanner, dst *[]int64) bool {
 		*dst = nil
 		return true
 	}
-	out := []int64{}
-	ok := array(s, func() bool {
-		var n int64
-		if !s.Int(&n) {
-			return false
-		}
-		out = append(out, n)
-		return true
-	})
-	*dst = out
-	return ok
+	return s.Int64s(dst)
 }
 
 // countValues counts an array's elements, checking each is a JSON
