@@ -743,7 +743,7 @@ func (i *Inventory) listsAt(ctx context.Context, ts ...time.Time) ([][]history.D
 	var lists [][]history.Device
 	stop := func() int { return 0 }
 	err := i.viewHistory(ctx, ts, func(r *histReader) error {
-		stop = i.startReadAhead(ctx, ts)
+		stop = i.startReadAhead(ctx, r.b.Tx().DB(), ts)
 		var err error
 		lists, err = r.all(ctx, ts...)
 		return err

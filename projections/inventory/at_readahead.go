@@ -33,17 +33,18 @@ const idAlphabet = "234567abcdefghijklmnopqrstuvwxyz"
 // that finds one running walks without.
 //
 // The caller starts it inside its own read transaction (after the range
-// check) and must call stop only after that transaction has ended:
-// bbolt's remap of a growing file waits for every read transaction, and
-// new read transactions wait behind it, so waiting for the read-ahead
-// inside a transaction could deadlock. stop returns how many devices the
-// read-ahead visited (for tests).
-func (i *Inventory) startReadAhead(ctx context.Context, ts []time.Time) (stop func() int) {
+// check), on that transaction's database (not through the inventory's
+// lock, which an apply holds), and must call stop only after that
+// transaction has ended: bbolt's remap of a growing file waits for every
+// read transaction, and new read transactions wait behind it, so waiting
+// for the read-ahead inside a transaction could deadlock. stop returns
+// how many devices the read-ahead visited (for tests).
+func (i *Inventory) startReadAhead(ctx context.Context, db *bolt.DB, ts []time.Time) (stop func() int) {
 	if !i.readingAhead.CompareAndSwap(false, true) {
 		return func() int { return 0 }
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	wait := i.runReadAhead(ctx, ts)
+	wait := runReadAhead(ctx, db, ts)
 	return func() int {
 		cancel()
 		n := wait()
@@ -52,12 +53,10 @@ func (i *Inventory) startReadAhead(ctx context.Context, ts []time.Time) (stop fu
 	}
 }
 
-// runReadAhead starts the read-ahead's goroutines; wait waits for them
-// to finish (or ctx to end) and returns how many devices they visited.
-func (i *Inventory) runReadAhead(ctx context.Context, ts []time.Time) (wait func() int) {
-	i.mu.RLock()
-	db := i.db
-	i.mu.RUnlock()
+// runReadAhead starts the read-ahead's goroutines on db (the database
+// of the caller's transaction); wait waits for them to finish (or ctx to
+// end) and returns how many devices they visited.
+func runReadAhead(ctx context.Context, db *bolt.DB, ts []time.Time) (wait func() int) {
 	if db == nil || ctx.Err() != nil {
 		return func() int { return 0 }
 	}

@@ -43,18 +43,18 @@ func TestReadAheadVisitsEveryDevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv := &Inventory{db: db}
+	inv := &Inventory{}
 	for _, ts := range [][]time.Time{
 		{t0.Add(90 * time.Minute)},
 		{t0.Add(-time.Hour), t0.Add(5 * time.Hour)},
 	} {
-		if got := inv.runReadAhead(context.Background(), ts)(); got != len(ids) {
+		if got := runReadAhead(context.Background(), db, ts)(); got != len(ids) {
 			t.Errorf("read-ahead at %v visited %d devices, want %d", ts, got, len(ids))
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if got := inv.startReadAhead(ctx, []time.Time{t0})(); got >= len(ids) {
+	if got := inv.startReadAhead(ctx, db, []time.Time{t0})(); got >= len(ids) {
 		t.Errorf("a read-ahead with an ended context visited %d devices, want fewer than %d", got, len(ids))
 	}
 	// A context that ends during the walk stops it at its next look (every
@@ -71,12 +71,12 @@ func TestReadAheadVisitsEveryDevice(t *testing.T) {
 	}
 	// One read-ahead at a time: a second one started beside it does
 	// nothing; once the first stopped, the next one runs.
-	first := inv.startReadAhead(context.Background(), []time.Time{t0})
-	if got := inv.startReadAhead(context.Background(), []time.Time{t0})(); got != 0 {
+	first := inv.startReadAhead(context.Background(), db, []time.Time{t0})
+	if got := inv.startReadAhead(context.Background(), db, []time.Time{t0})(); got != 0 {
 		t.Errorf("a read-ahead beside another visited %d devices, want none", got)
 	}
 	first()
-	next := inv.startReadAhead(context.Background(), []time.Time{t0})
+	next := inv.startReadAhead(context.Background(), db, []time.Time{t0})
 	if !inv.readingAhead.Load() {
 		t.Error("the read-ahead after the first one stopped did not start")
 	}
@@ -84,8 +84,8 @@ func TestReadAheadVisitsEveryDevice(t *testing.T) {
 	if inv.readingAhead.Load() {
 		t.Error("a stopped read-ahead still holds its place")
 	}
-	if got := (&Inventory{}).startReadAhead(context.Background(), []time.Time{t0})(); got != 0 {
-		t.Errorf("a read-ahead of an inventory not loaded visited %d", got)
+	if got := (&Inventory{}).startReadAhead(context.Background(), nil, []time.Time{t0})(); got != 0 {
+		t.Errorf("a read-ahead without a database visited %d", got)
 	}
 }
 
@@ -150,7 +150,7 @@ func TestListAtBesideARemappingWrite(t *testing.T) {
 					return fmt.Errorf("the write committed inside a read transaction (%v): no remap", err)
 				case <-time.After(100 * time.Millisecond): // the write waits for the remap
 				}
-				stop = inv.startReadAhead(context.Background(), []time.Time{t0.Add(time.Hour)})
+				stop = inv.startReadAhead(context.Background(), r.b.Tx().DB(), []time.Time{t0.Add(time.Hour)})
 				var err error
 				lists, err = r.all(context.Background(), t0.Add(time.Hour))
 				return err
