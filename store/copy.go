@@ -243,14 +243,24 @@ func putTip(tx *bolt.Tx, tip, a anchor) error {
 
 // copySnapshots copies the stored snapshots with from <= Seq <= to.
 func (s *Store) copySnapshots(dst *Store, from, to uint64) error {
-	type snap struct{ key, info, data []byte }
+	// Every value of a snapshot's bucket: its info, and its data in one
+	// value or in pieces.
+	type snap struct {
+		key  []byte
+		vals [][]byte // key, value, key, value...
+	}
 	var snaps []snap
 	err := s.db.View(func(tx *bolt.Tx) error {
 		sb := tx.Bucket(bSnapshots)
 		return sb.ForEachBucket(func(k []byte) error {
 			if n, ok := keySeq(k); ok && n >= from && n <= to {
-				nb := sb.Bucket(k)
-				snaps = append(snaps, snap{bytes.Clone(k), bytes.Clone(nb.Get(snapInfo)), bytes.Clone(nb.Get(snapData))})
+				sn := snap{key: bytes.Clone(k)}
+				err := sb.Bucket(k).ForEach(func(k, v []byte) error {
+					sn.vals = append(sn.vals, bytes.Clone(k), bytes.Clone(v))
+					return nil
+				})
+				snaps = append(snaps, sn)
+				return err
 			}
 			return nil
 		})
@@ -267,11 +277,8 @@ func (s *Store) copySnapshots(dst *Store, from, to uint64) error {
 				}
 			}
 			nb, err := sb.CreateBucket(sn.key)
-			if err == nil {
-				err = nb.Put(snapInfo, sn.info)
-			}
-			if err == nil {
-				err = nb.Put(snapData, sn.data)
+			for k := 0; err == nil && k < len(sn.vals); k += 2 {
+				err = nb.Put(sn.vals[k], sn.vals[k+1])
 			}
 			return err
 		})

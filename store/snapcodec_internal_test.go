@@ -99,10 +99,11 @@ func TestEncodeSnapshotTxEqualsDump(t *testing.T) {
 	names := []string{"p.a", "p.missing", "p.empty", "p.a"}
 	hash := strings.Repeat("ab", 32)
 	err = db.View(func(tx *bolt.Tx) error {
-		got, err := encodeSnapshotTx(tx, 99, hash, at, names)
+		pieces, err := encodeSnapshotTx(tx, 99, hash, at, names)
 		if err != nil {
 			return err
 		}
+		got := pieces.join()
 		snap, err := dumpSnapshot(tx, 99, hash, at, names)
 		if err != nil {
 			return err
@@ -140,7 +141,8 @@ func encodeSnapshot(snap *Snapshot) ([]byte, error) {
 		names = append(names, name)
 	}
 	head := snapHeader{Seq: snap.Seq, Hash: snap.Hash, Time: snap.Time, Sequences: snap.Sequences}
-	return encodeSnapshotWith(head, names, func(w *snapWriter, name string) { w.entries(snap.Buckets[name], 0) })
+	pieces, err := encodeSnapshotWith(head, names, func(w *snapWriter, name string) { w.entries(snap.Buckets[name], 0) })
+	return pieces.join(), err
 }
 
 // entries writes kvs as bucket writes a bucket's pairs.

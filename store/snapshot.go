@@ -112,7 +112,7 @@ func saveSnapshot(tx *bolt.Tx, seq uint64, hash string, t time.Time, buckets []s
 	if err != nil {
 		return fmt.Errorf("store: save snapshot %d: %w", seq, err)
 	}
-	info, err := json.Marshal(SnapshotInfo{Seq: seq, Hash: hash, Time: t.UTC(), Bytes: len(data)})
+	info, err := json.Marshal(SnapshotInfo{Seq: seq, Hash: hash, Time: t.UTC(), Bytes: data.size()})
 	if err != nil {
 		return fmt.Errorf("store: save snapshot %d: %w", seq, err)
 	}
@@ -128,12 +128,55 @@ func saveSnapshot(tx *bolt.Tx, seq uint64, hash string, t time.Time, buckets []s
 		err = nb.Put(snapInfo, info)
 	}
 	if err == nil {
-		err = nb.Put(snapData, data)
+		err = putSnapshotData(nb, data)
 	}
 	if err != nil {
 		return fmt.Errorf("store: save snapshot %d: %w", seq, err)
 	}
 	return nil
+}
+
+// putSnapshotData stores an encoded snapshot in its bucket nb: one value
+// under snapData when it fits in snapChunk bytes (as every snapshot was
+// stored before pieces), else its pieces, each under snapData, '/' and
+// its index in six digits. bbolt keeps a value put until the commit
+// writes it into pages of its own, so a snapshot stored in one value
+// was held twice, once contiguous.
+func putSnapshotData(nb *bolt.Bucket, data snapChunks) error {
+	if data.size() <= snapChunk {
+		return nb.Put(snapData, data.join())
+	}
+	for k, c := range data {
+		if err := nb.Put(fmt.Appendf(snapPieces(), "%06d", k), c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// snapPieces is the prefix of the keys of a snapshot's pieces.
+func snapPieces() []byte { return append(slices.Clone(snapData), '/') }
+
+// snapshotData returns the encoded snapshot stored in nb in one slice of
+// its own (its pieces joined in order), nil when there is none.
+func snapshotData(nb *bolt.Bucket) []byte {
+	if v := nb.Get(snapData); v != nil {
+		return bytes.Clone(v)
+	}
+	prefix := snapPieces()
+	n := 0
+	c := nb.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		n += len(v)
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]byte, 0, n)
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		out = append(out, v...)
+	}
+	return out
 }
 
 // hashAt returns the hash of event seq: from the log, the anchor, or
@@ -224,7 +267,7 @@ func (s *Store) LoadSnapshot(seq uint64) (*Snapshot, error) {
 		if nb == nil {
 			return ErrNotFound
 		}
-		data = bytes.Clone(nb.Get(snapData))
+		data = snapshotData(nb)
 		return nil
 	})
 	if err != nil {
