@@ -146,7 +146,7 @@ func copyAndApply(ctx context.Context, src, dst *store.Store, until time.Time, p
 	if err != nil {
 		return err
 	}
-	if err := r.init(); err != nil {
+	if err := r.init(ctx); err != nil {
 		return err
 	}
 	cctx, cancel := context.WithCancel(ctx)

@@ -256,7 +256,7 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 	r.mu.Lock()
 	r.startHead = r.st.Head()
 	r.mu.Unlock()
-	if err := r.init(); err != nil {
+	if err := r.init(ctx); err != nil {
 		return err
 	}
 	timer := time.NewTimer(r.opts.PollInterval)
@@ -292,7 +292,7 @@ func (r *Runner) CatchUp(ctx context.Context) error {
 	r.startHead = r.st.Head()
 	r.mu.Unlock()
 	if !r.inited {
-		if err := r.init(); err != nil {
+		if err := r.init(ctx); err != nil {
 			return err
 		}
 	}
@@ -314,7 +314,7 @@ type plan struct {
 // exist, a projection whose version changed is dropped and starts over
 // (from the newest snapshot if the log before it was compacted), the
 // version is recorded, then every projection loads its memory.
-func (r *Runner) init() error {
+func (r *Runner) init(ctx context.Context) error {
 	first := r.st.First()
 	plans := make([]plan, len(r.projs))
 	err := r.st.DB().View(func(tx *bolt.Tx) error {
@@ -348,8 +348,18 @@ func (r *Runner) init() error {
 		}
 		for k, p := range r.projs {
 			if plans[k].restore {
-				if plans[k].migrateFrom, err = checkSnapshotVersion(snap, p, first); err != nil {
+				if plans[k].migrateFrom, err = r.checkSnapshotVersion(snap, p, first); err != nil {
 					return err
+				}
+			}
+		}
+		// Streamed into the buckets in parts, before the transaction
+		// below moves the checkpoints: a restore cut short is done again
+		// at the next start (the checkpoint is still behind the log).
+		for k, p := range r.projs {
+			if plans[k].restore {
+				if err := r.st.RestoreSnapshotBuckets(ctx, snap.Seq, p.Buckets()); err != nil {
+					return fmt.Errorf("runner: projection %s: %w", p.Name(), err)
 				}
 			}
 		}
@@ -374,6 +384,8 @@ func (r *Runner) init() error {
 			}
 			if pl.rebuild {
 				r.opts.Log.Info("projection version changed: rebuilding it from the log", "projection", p.Name(), "from_version", pl.stored, "to_version", p.Version())
+			}
+			if pl.rebuild && !pl.restore { // a restore replaced the buckets
 				for _, b := range p.Buckets() {
 					if tx.Bucket([]byte(b)) != nil {
 						if err := tx.DeleteBucket([]byte(b)); err != nil {
@@ -383,9 +395,6 @@ func (r *Runner) init() error {
 				}
 			}
 			if pl.restore {
-				if err := restoreProjection(tx, snap, p); err != nil {
-					return err
-				}
 				pl.cp = snap.Seq
 				r.opts.Log.Info("the log before the projection's checkpoint was compacted: starting from the snapshot", "projection", p.Name(), "first", first, "snapshot_seq", snap.Seq)
 				if pl.migrateFrom != 0 {
@@ -451,7 +460,7 @@ type Migrator interface {
 // when p is a Migrator that will migrate, and an error wrapping
 // ErrSnapshotVersion otherwise: restoring rows of another version
 // unchecked would serve rows this build misreads.
-func checkSnapshotVersion(snap *store.Snapshot, p Projection, first uint64) (int, error) {
+func (r *Runner) checkSnapshotVersion(snap *store.Snapshot, p Projection, first uint64) (int, error) {
 	var stored int
 	for _, kv := range snap.Buckets[BucketVersions] {
 		if string(kv.K) == p.Name() && len(kv.V) == 8 {
@@ -462,9 +471,14 @@ func checkSnapshotVersion(snap *store.Snapshot, p Projection, first uint64) (int
 		return 0, nil
 	}
 	if stored == 0 {
+		// snap holds the versions only: read p's buckets.
+		own, err := r.st.LoadSnapshotBuckets(snap.Seq, p.Buckets())
+		if err != nil {
+			return 0, fmt.Errorf("runner: %w", err)
+		}
 		rows := 0
 		for _, b := range p.Buckets() {
-			rows += len(snap.Buckets[b])
+			rows += len(own.Buckets[b])
 		}
 		if rows == 0 {
 			return 0, nil
@@ -477,8 +491,10 @@ func checkSnapshotVersion(snap *store.Snapshot, p Projection, first uint64) (int
 		p.Name(), first, snap.Seq, stored, p.Name(), p.Version(), ErrSnapshotVersion)
 }
 
-// coveringSnapshot loads the newest snapshot a compacted log can
-// continue from (Seq ≥ first-1).
+// coveringSnapshot loads the versions bucket of the newest snapshot a
+// compacted log can continue from (Seq ≥ first-1): the projections'
+// buckets are streamed from it (store.RestoreSnapshotBuckets), not
+// loaded whole.
 func (r *Runner) coveringSnapshot(first uint64) (*store.Snapshot, error) {
 	infos, err := r.st.Snapshots()
 	if err != nil {
@@ -486,7 +502,7 @@ func (r *Runner) coveringSnapshot(first uint64) (*store.Snapshot, error) {
 	}
 	for k := len(infos) - 1; k >= 0; k-- {
 		if infos[k].Seq+1 >= first && infos[k].Seq <= r.st.Head() {
-			snap, err := r.st.LoadSnapshot(infos[k].Seq)
+			snap, err := r.st.LoadSnapshotBuckets(infos[k].Seq, []string{BucketVersions})
 			if err != nil {
 				return nil, fmt.Errorf("runner: %w", err)
 			}
@@ -494,29 +510,6 @@ func (r *Runner) coveringSnapshot(first uint64) (*store.Snapshot, error) {
 		}
 	}
 	return nil, fmt.Errorf("runner: the log before seq %d was compacted and no snapshot covers it: %w", first, ErrNoSnapshot)
-}
-
-// restoreProjection replaces p's buckets with their state in snap (empty
-// when the snapshot does not hold them).
-func restoreProjection(tx *bolt.Tx, snap *store.Snapshot, p Projection) error {
-	sub := &store.Snapshot{Seq: snap.Seq, Hash: snap.Hash, Time: snap.Time, Buckets: map[string][]store.KV{}}
-	for _, b := range p.Buckets() {
-		kvs, ok := snap.Buckets[b]
-		if !ok {
-			kvs = []store.KV{}
-		}
-		sub.Buckets[b] = kvs
-		if sq, ok := snap.Sequences[b]; ok {
-			if sub.Sequences == nil {
-				sub.Sequences = map[string]uint64{}
-			}
-			sub.Sequences[b] = sq
-		}
-	}
-	if err := store.RestoreSnapshotTx(tx, sub); err != nil {
-		return fmt.Errorf("projection %s: %w", p.Name(), err)
-	}
-	return nil
 }
 
 // loadAll has every projection load its memory from what is committed.

@@ -418,6 +418,8 @@ func TestVersionBumpAfterCompaction(t *testing.T) {
 		if m.from != 1 {
 			t.Fatalf("Migrate called with from=%d, want 1", m.from)
 		}
+		// the snapshot's rows restored, the events after it applied
+		rowsOf(t, st, "a", st.Head())
 		_ = st.DB().View(func(tx *bolt.Tx) error {
 			return tx.Bucket([]byte("a.rows")).ForEach(func(k, v []byte) error {
 				if string(v) != "2" {
