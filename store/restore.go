@@ -22,8 +22,9 @@ var restorePart = 65536
 
 // RestoreSnapshotBuckets replaces each bucket of names with its state in
 // the snapshot at seq (empty, sequence 0, when the snapshot does not
-// hold it), streamed from the stored snapshot into transactions of at
-// most restorePart pairs each. LoadSnapshot and RestoreSnapshotTx
+// hold it), or, for nil names, every bucket the snapshot holds (as
+// RestoreSnapshotTx does), streamed from the stored snapshot into
+// transactions of at most restorePart pairs each. LoadSnapshot and RestoreSnapshotTx
 // instead hold the whole snapshot decoded, then every restored pair in
 // one transaction: the weekly snapshot of 90 days of 1,000 devices (21
 // MB stored, 1.5 M pairs) is 430 MB live as a Snapshot. The snapshot is
@@ -66,7 +67,7 @@ func (s *Store) RestoreSnapshotBuckets(ctx context.Context, seq uint64, names []
 	if err := walkSnapshot(data, seq, nil); err != nil {
 		return fmt.Errorf("store: restore snapshot %d: %w: %w", seq, ErrCorrupt, err)
 	}
-	w := &restoreWriter{s: s, ctx: ctx, names: names}
+	w := &restoreWriter{s: s, ctx: ctx, names: names, all: names == nil}
 	defer w.rollback()
 	if err := walkSnapshot(data, seq, w); err != nil {
 		return fmt.Errorf("store: restore snapshot %d: %w", seq, err)
@@ -273,6 +274,8 @@ type restoreWriter struct {
 	s     *Store
 	ctx   context.Context
 	names []string
+	all   bool       // every bucket of the snapshot, replaced as it comes
+	head  snapHeader // the snapshot's
 	tx    *bolt.Tx
 	n     int // pairs and buckets written in tx
 	path  [][]byte
@@ -339,26 +342,41 @@ func (w *restoreWriter) header(h snapHeader) error {
 	if err := w.begin(); err != nil {
 		return err
 	}
+	w.head = h
 	for _, name := range w.names {
-		key := []byte(name)
-		if w.tx.Bucket(key) != nil {
-			if err := w.tx.DeleteBucket(key); err != nil {
-				return fmt.Errorf("drop %q: %w", name, err)
-			}
-		}
-		b, err := w.tx.CreateBucket(key)
-		if err == nil {
-			err = b.SetSequence(h.Sequences[name])
-		}
-		if err != nil {
-			return fmt.Errorf("bucket %q: %w", name, err)
+		if err := w.replace(name); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
+// replace drops bucket name and makes it again, empty, with the
+// snapshot's sequence for it.
+func (w *restoreWriter) replace(name string) error {
+	key := []byte(name)
+	if w.tx.Bucket(key) != nil {
+		if err := w.tx.DeleteBucket(key); err != nil {
+			return fmt.Errorf("drop %q: %w", name, err)
+		}
+	}
+	b, err := w.tx.CreateBucket(key)
+	if err == nil {
+		err = b.SetSequence(w.head.Sequences[name])
+	}
+	if err != nil {
+		return fmt.Errorf("bucket %q: %w", name, err)
+	}
+	return nil
+}
+
 func (w *restoreWriter) bucket(name string) (bool, error) {
-	if !slices.Contains(w.names, name) {
+	switch {
+	case w.all:
+		if err := w.replace(name); err != nil {
+			return false, err
+		}
+	case !slices.Contains(w.names, name):
 		return false, nil
 	}
 	w.path = append(w.path[:0], []byte(name))

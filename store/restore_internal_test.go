@@ -278,3 +278,24 @@ func TestLoadSnapshotBuckets(t *testing.T) {
 		t.Errorf("no snapshot at 9: %v", err)
 	}
 }
+
+// With no names, every bucket the snapshot holds is replaced (as
+// RestoreSnapshotTx does) and the others are left as they are.
+func TestRestoreSnapshotBucketsAll(t *testing.T) {
+	defer func(p int) { restorePart = p }(restorePart)
+	restorePart = 7
+	s, want := restoreFixture(t)
+	before := dumpOf(t, s, "c")
+	if err := s.RestoreSnapshotBuckets(context.Background(), 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := dumpOf(t, s, "a", "b", "c")
+	for _, name := range []string{"a", "b"} {
+		if !reflect.DeepEqual(got.Buckets[name], want.Buckets[name]) || got.Sequences[name] != want.Sequences[name] {
+			t.Errorf("%s: %d pairs (sequence %d), want the snapshot's %d (sequence %d)", name, len(got.Buckets[name]), got.Sequences[name], len(want.Buckets[name]), want.Sequences[name])
+		}
+	}
+	if !reflect.DeepEqual(got.Buckets["c"], before.Buckets["c"]) || got.Sequences["c"] != 3 {
+		t.Errorf("c, not in the snapshot, changed: %d pairs, sequence %d", len(got.Buckets["c"]), got.Sequences["c"])
+	}
+}
