@@ -388,12 +388,18 @@ func whatifStart(st *store.Store, since time.Time) (*store.Snapshot, string, err
 		usable = usable[:min(len(usable), 1)] // the oldest: as much history as is kept
 	}
 	for k := len(usable) - 1; k >= 0; k-- {
-		snap, err := st.LoadSnapshot(usable[k].Seq)
+		// The versions first, then the inventory's buckets alone: the
+		// other projections' rows (traffic, DNS, ...) are not replayed.
+		vs, err := st.LoadSnapshotBuckets(usable[k].Seq, []string{runner.BucketVersions})
 		if err != nil {
 			return nil, "", fmt.Errorf("whatif: %w", err)
 		}
-		if snapshotVersion(snap, inventory.Name) != inventory.Version {
+		if snapshotVersion(vs, inventory.Name) != inventory.Version {
 			continue // rows this build cannot read: an older snapshot, or the log itself
+		}
+		snap, err := st.LoadSnapshotBuckets(usable[k].Seq, (&inventory.Inventory{}).Buckets())
+		if err != nil {
+			return nil, "", fmt.Errorf("whatif: %w", err)
 		}
 		return snap, fmt.Sprintf("the snapshot at seq %d (%s)", snap.Seq, fmtTime(&snap.Time)), nil
 	}
