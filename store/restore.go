@@ -44,15 +44,7 @@ func (s *Store) RestoreSnapshotBuckets(ctx context.Context, seq uint64, names []
 			return fmt.Errorf("store: restore snapshot %d: bucket %q belongs to the log", seq, name)
 		}
 	}
-	var data []byte
-	err := safeView(s.db, func(tx *bolt.Tx) error {
-		nb := tx.Bucket(bSnapshots).Bucket(seqKey(seq))
-		if nb == nil {
-			return ErrNotFound
-		}
-		data = snapshotData(nb)
-		return nil
-	})
+	data, err := s.storedSnapshot(seq)
 	if err != nil {
 		return fmt.Errorf("store: restore snapshot %d: %w", seq, err)
 	}
@@ -116,10 +108,14 @@ type snapVisitor interface {
 	end() error
 }
 
-// walkSnapshot reads a v2 snapshot (snapcodec.go) of seq from data,
-// checking it as decodeSnapshot does, and hands what it holds to v (nil:
-// a check only, which keeps nothing). The keys and values given to v are
-// its own.
+// anySeq, as walkSnapshot's seq, takes a snapshot of any seq.
+const anySeq = ^uint64(0)
+
+// walkSnapshot reads a v2 snapshot (snapcodec.go) of seq (anySeq: any)
+// from data, checking it (a valid hash, buckets once each and none of
+// the log's, no empty key, nesting bounded, gzip's checksum), and hands
+// what it holds to v (nil: a check only, which keeps nothing). The keys
+// and values given to v are its own.
 func walkSnapshot(data []byte, seq uint64, v snapVisitor) error {
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
@@ -136,7 +132,7 @@ func walkSnapshot(data []byte, seq uint64, v snapVisitor) error {
 	switch {
 	case d.err != nil:
 		return fmt.Errorf("decode: %w", d.err)
-	case h.Seq != seq:
+	case seq != anySeq && h.Seq != seq:
 		return fmt.Errorf("decode: it says seq %d", h.Seq)
 	case !validHash(h.Hash):
 		return fmt.Errorf("decode: hash %q is not a hex SHA-256", h.Hash)
@@ -186,7 +182,7 @@ func walkSnapshot(data []byte, seq uint64, v snapVisitor) error {
 	return nil
 }
 
-// walkEntries reads one bucket's entries (entries, snapcodec.go), handing
+// walkEntries reads one bucket's entries (snapcodec.go), handing
 // them to v when keep. Decoding errors are left in d.err; v's errors are
 // returned.
 func (d *snapReader) walkEntries(depth int, keep bool, v snapVisitor) error {
@@ -249,15 +245,11 @@ func (d *snapReader) field(keep bool) []byte {
 	if keep {
 		return d.bytes()
 	}
-	n := d.uvarint()
-	if d.err != nil || n == 0 {
+	n := d.length()
+	if n == 0 {
 		return nil
 	}
-	if n > maxSnapField {
-		d.fail(fmt.Errorf("a field of %d bytes (at most %d)", n, maxSnapField))
-		return nil
-	}
-	if _, err := d.r.Discard(int(n)); err != nil {
+	if _, err := d.r.Discard(n); err != nil {
 		d.fail(err)
 		return nil
 	}
@@ -419,15 +411,7 @@ func (s *Store) LoadSnapshotBuckets(seq uint64, names []string) (*Snapshot, erro
 	if s.isClosed() {
 		return nil, fmt.Errorf("store: load snapshot %d: %w", seq, ErrClosed)
 	}
-	var data []byte
-	err := safeView(s.db, func(tx *bolt.Tx) error {
-		nb := tx.Bucket(bSnapshots).Bucket(seqKey(seq))
-		if nb == nil {
-			return ErrNotFound
-		}
-		data = snapshotData(nb)
-		return nil
-	})
+	data, err := s.storedSnapshot(seq)
 	if err != nil {
 		return nil, fmt.Errorf("store: load snapshot %d: %w", seq, err)
 	}
@@ -454,8 +438,8 @@ func (s *Store) LoadSnapshotBuckets(seq uint64, names []string) (*Snapshot, erro
 	return c.snap, nil
 }
 
-// snapCollector keeps the buckets names of what walkSnapshot reads, as
-// decodeSnapshot would decode them.
+// snapCollector keeps the buckets names (nil: every bucket) of what
+// walkSnapshot reads, as a Snapshot.
 type snapCollector struct {
 	names []string
 	snap  *Snapshot
@@ -484,7 +468,7 @@ func (c *snapCollector) done() {
 
 func (c *snapCollector) bucket(name string) (bool, error) {
 	c.done()
-	if !slices.Contains(c.names, name) {
+	if c.names != nil && !slices.Contains(c.names, name) {
 		return false, nil
 	}
 	c.name, c.stack = name, []snapNest{{kvs: []KV{}}}

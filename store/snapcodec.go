@@ -231,26 +231,29 @@ func (w *snapWriter) bucket(b *bolt.Bucket, depth int) {
 	}
 }
 
-// decodeSnapshot reverses encodeSnapshotTx (or reads a snapshot of the
-// first format, gzip(JSON(snap))) and checks the result.
+// decodeSnapshot reverses encodeSnapshotTx (walkSnapshot, keeping every
+// bucket) or reads a snapshot of the first format, gzip(JSON(snap)),
+// and checks the result.
 func decodeSnapshot(data []byte) (*Snapshot, error) {
+	v2, err := isSnapshotV2(data)
+	if err != nil {
+		return nil, err
+	}
+	if v2 {
+		c := &snapCollector{}
+		if err := walkSnapshot(data, anySeq, c); err != nil {
+			return nil, err
+		}
+		return c.snap, nil
+	}
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("decompress: %w", err)
 	}
 	br := bufio.NewReaderSize(zr, 64<<10)
-	var snap *Snapshot
-	if magic, _ := br.Peek(len(snapMagic)); string(magic) == snapMagic {
-		snap, err = decodeSnapshotV2(br)
-	} else {
-		snap = &Snapshot{}
-		err = json.NewDecoder(br).Decode(snap)
-		if err != nil {
-			err = fmt.Errorf("decode: %w", err)
-		}
-	}
-	if err != nil {
-		return nil, err
+	snap := &Snapshot{}
+	if err := json.NewDecoder(br).Decode(snap); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
 	}
 	if _, err := io.Copy(io.Discard, br); err != nil {
 		return nil, fmt.Errorf("decompress: %w", err)
@@ -265,34 +268,6 @@ func decodeSnapshot(data []byte) (*Snapshot, error) {
 		if err := checkKVs(kvs); err != nil {
 			return nil, fmt.Errorf("decode: bucket %q: %w", name, err)
 		}
-	}
-	return snap, nil
-}
-
-// decodeSnapshotV2 reads the layout above from r, positioned at the
-// magic.
-func decodeSnapshotV2(r *bufio.Reader) (*Snapshot, error) {
-	d := &snapReader{r: r}
-	if _, err := r.Discard(len(snapMagic)); err != nil {
-		return nil, fmt.Errorf("decode: %w", err)
-	}
-	var h snapHeader
-	if err := json.Unmarshal(d.bytes(), &h); d.err == nil && err != nil {
-		return nil, fmt.Errorf("decode: header: %w", err)
-	}
-	snap := &Snapshot{Seq: h.Seq, Hash: h.Hash, Time: h.Time, Sequences: h.Sequences, Buckets: map[string][]KV{}}
-	for d.err == nil {
-		name := d.bytes()
-		if d.err != nil || len(name) == 0 {
-			break
-		}
-		if _, dup := snap.Buckets[string(name)]; dup {
-			return nil, fmt.Errorf("decode: bucket %q twice", name)
-		}
-		snap.Buckets[string(name)] = d.entries(0)
-	}
-	if d.err != nil {
-		return nil, fmt.Errorf("decode: %w", d.err)
 	}
 	return snap, nil
 }
@@ -322,14 +297,24 @@ func (d *snapReader) uvarint() uint64 {
 	return v
 }
 
-// bytes reads one length-prefixed field; nil when empty.
-func (d *snapReader) bytes() []byte {
+// length reads a field's length: 0 after an error, or for a length
+// over maxSnapField (a corrupt one must not allocate without limit).
+func (d *snapReader) length() int {
 	n := d.uvarint()
-	if d.err != nil || n == 0 {
-		return nil
+	if d.err != nil {
+		return 0
 	}
 	if n > maxSnapField {
 		d.fail(fmt.Errorf("a field of %d bytes (at most %d)", n, maxSnapField))
+		return 0
+	}
+	return int(n)
+}
+
+// bytes reads one length-prefixed field; nil when empty.
+func (d *snapReader) bytes() []byte {
+	n := d.length()
+	if n == 0 {
 		return nil
 	}
 	b := make([]byte, n)
@@ -338,33 +323,4 @@ func (d *snapReader) bytes() []byte {
 		return nil
 	}
 	return b
-}
-
-func (d *snapReader) entries(depth int) []KV {
-	kvs := []KV{}
-	for d.err == nil {
-		tag, err := d.r.ReadByte()
-		if err != nil {
-			d.fail(err)
-			return nil
-		}
-		switch tag {
-		case snapEnd:
-			return kvs
-		case snapValue:
-			k := d.bytes()
-			kvs = append(kvs, KV{K: k, V: d.bytes()})
-		case snapNested:
-			if depth >= maxSnapDepth {
-				d.fail(fmt.Errorf("buckets nested deeper than %d", maxSnapDepth))
-				return nil
-			}
-			k := d.bytes()
-			seq := d.uvarint()
-			kvs = append(kvs, KV{K: k, Nested: true, Sequence: seq, Bucket: d.entries(depth + 1)})
-		default:
-			d.fail(fmt.Errorf("entry tag %d", tag))
-		}
-	}
-	return nil
 }

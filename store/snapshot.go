@@ -157,6 +157,20 @@ func putSnapshotData(nb *bolt.Bucket, data snapChunks) error {
 // snapPieces is the prefix of the keys of a snapshot's pieces.
 func snapPieces() []byte { return append(slices.Clone(snapData), '/') }
 
+// storedSnapshot returns the encoded snapshot at seq, copied out of the
+// file, or an error wrapping ErrNotFound.
+func (s *Store) storedSnapshot(seq uint64) (data []byte, err error) {
+	err = safeView(s.db, func(tx *bolt.Tx) error {
+		nb := tx.Bucket(bSnapshots).Bucket(seqKey(seq))
+		if nb == nil {
+			return ErrNotFound
+		}
+		data = snapshotData(nb)
+		return nil
+	})
+	return data, err
+}
+
 // snapshotData returns the encoded snapshot stored in nb in one slice of
 // its own (its pieces joined in order), nil when there is none.
 func snapshotData(nb *bolt.Bucket) []byte {
@@ -261,15 +275,7 @@ func (s *Store) LoadSnapshot(seq uint64) (*Snapshot, error) {
 	if s.isClosed() {
 		return nil, fmt.Errorf("store: load snapshot %d: %w", seq, ErrClosed)
 	}
-	var data []byte
-	err := safeView(s.db, func(tx *bolt.Tx) error {
-		nb := tx.Bucket(bSnapshots).Bucket(seqKey(seq))
-		if nb == nil {
-			return ErrNotFound
-		}
-		data = snapshotData(nb)
-		return nil
-	})
+	data, err := s.storedSnapshot(seq)
 	if err != nil {
 		return nil, fmt.Errorf("store: load snapshot %d: %w", seq, err)
 	}
