@@ -24,14 +24,15 @@ var restorePart = 65536
 // the snapshot at seq (empty, sequence 0, when the snapshot does not
 // hold it), or, for nil names, every bucket the snapshot holds (as
 // RestoreSnapshotTx does), streamed from the stored snapshot into
-// transactions of at most restorePart pairs each. LoadSnapshot and RestoreSnapshotTx
-// instead hold the whole snapshot decoded, then every restored pair in
-// one transaction: the weekly snapshot of 90 days of 1,000 devices (21
-// MB stored, 1.5 M pairs) is 430 MB live as a Snapshot. The snapshot is
-// first read through once, keeping nothing, so that a damaged one
-// (ErrCorrupt) writes nothing. The buckets are consistent only once it
-// returns nil: the caller moves its checkpoints after it, so that a
-// restore cut short (a crash, ctx's end) is done again from the start.
+// transactions of at most restorePart pairs each. LoadSnapshot and
+// RestoreSnapshotTx instead hold the whole snapshot decoded, then every
+// restored pair in one transaction: the weekly snapshot of 90 days of
+// 1,000 devices (21 MB stored, 1.5 M pairs) is 430 MB live as a
+// Snapshot. The snapshot is first read through once, keeping nothing, so
+// that a damaged one (ErrCorrupt) writes nothing. The buckets are
+// consistent only once it returns nil: the caller moves its checkpoints
+// after it, so that a restore cut short (a crash, ctx's end) is done
+// again from the start.
 func (s *Store) RestoreSnapshotBuckets(ctx context.Context, seq uint64, names []string) error {
 	switch {
 	case s.isClosed():
@@ -41,7 +42,7 @@ func (s *Store) RestoreSnapshotBuckets(ctx context.Context, seq uint64, names []
 	}
 	for _, name := range names {
 		if reserved(name) || name == "" {
-			return fmt.Errorf("store: restore snapshot %d: bucket %q belongs to the log", seq, name)
+			return fmt.Errorf("store: restore snapshot %d: bucket %q is not a projection's (the log's, or no name)", seq, name)
 		}
 	}
 	data, err := s.storedSnapshot(seq)
@@ -73,6 +74,9 @@ func (s *Store) restoreWhole(seq uint64, names []string) error {
 	snap, err := s.LoadSnapshot(seq)
 	if err != nil {
 		return err
+	}
+	if names == nil {
+		return s.Update(func(tx *bolt.Tx) error { return RestoreSnapshotTx(tx, snap) })
 	}
 	sub := &Snapshot{Seq: snap.Seq, Hash: snap.Hash, Time: snap.Time, Buckets: map[string][]KV{}, Sequences: map[string]uint64{}}
 	for _, name := range names {

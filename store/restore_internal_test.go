@@ -233,11 +233,16 @@ func TestRestoreSnapshotBucketsRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RestoreSnapshotBuckets(context.Background(), 0, []string{"a"}); err != nil {
-		t.Fatalf("a snapshot of the first format: %v", err)
-	}
-	if got := dumpOf(t, s, "a"); !reflect.DeepEqual(got.Buckets["a"], want.Buckets["a"]) {
-		t.Errorf("restored from the first format: %d pairs, not the snapshot's %d", len(got.Buckets["a"]), len(want.Buckets["a"]))
+	for _, names := range [][]string{{"a"}, nil} {
+		if err := s.RestoreSnapshotBuckets(context.Background(), 0, names); err != nil {
+			t.Fatalf("a snapshot of the first format, %v: %v", names, err)
+		}
+		if got := dumpOf(t, s, "a"); !reflect.DeepEqual(got.Buckets["a"], want.Buckets["a"]) {
+			t.Errorf("restored from the first format, %v: %d pairs, not the snapshot's %d", names, len(got.Buckets["a"]), len(want.Buckets["a"]))
+		}
+		if err := s.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("a")).Put([]byte("k000"), []byte("changed")) }); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := s.RestoreSnapshotBuckets(context.Background(), 5, []string{"a"}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("no snapshot at 5: %v, want ErrNotFound", err)
