@@ -11,8 +11,10 @@
 // bad seq (it backs `jocasta log verify`). Projections keep their own
 // buckets in the same file ([Store.DB]) and record how far they have read
 // with [SetCheckpoint] in the same transaction as their rows.
-// [SaveSnapshotOfTx] dumps their buckets at an event, [RestoreSnapshotTx] puts
-// them back, and [Store.Compact] removes the events a snapshot covers.
+// [SaveSnapshotOfTx] dumps their buckets at an event,
+// [Store.RestoreSnapshotBuckets] streams them back in transactions of
+// bounded size ([RestoreSnapshotTx] puts a decoded one back in one), and
+// [Store.Compact] removes the events a snapshot covers.
 // [Store.CopyLog] copies the log, exactly, into an empty store (for
 // `jocasta replay`); [Store.CopyLogFunc] also hands the copied events,
 // decoded, to the caller, so a replay reads the log once.
@@ -36,7 +38,8 @@
 //	             removed (absent before the first compaction).
 //	checkpoints  consumer name → 8-byte big-endian seq.
 //	snapshots    8-byte big-endian seq → nested bucket with "info" (JSON
-//	             [SnapshotInfo]) and "data" (a gzip-compressed [Snapshot], snapcodec.go).
+//	             [SnapshotInfo]) and "data" (a gzip-compressed [Snapshot], snapcodec.go),
+//	             or, above 1 MiB, its pieces "data/000000", "data/000001", ...
 //
 // Event n's hash is SHA-256(hash of n-1 as 32 bytes || canonical bytes of
 // n), where the hash before seq 1 is events.ZeroHash and the hash before
