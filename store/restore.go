@@ -60,7 +60,42 @@ func (s *Store) RestoreSnapshotBuckets(ctx context.Context, seq uint64, names []
 	if err := walkSnapshot(data, seq, nil); err != nil {
 		return fmt.Errorf("store: restore snapshot %d: %w: %w", seq, ErrCorrupt, err)
 	}
-	w := &restoreWriter{s: s, ctx: ctx, names: names, all: names == nil}
+	w := &restoreWriter{db: s.db, ctx: ctx, names: names, all: names == nil,
+		failed: s.Err, commitFailed: func(err error) error { return s.commitFailed("restore snapshot", err) }}
+	defer w.rollback()
+	if err := walkSnapshot(data, seq, w); err != nil {
+		return fmt.Errorf("store: restore snapshot %d: %w", seq, err)
+	}
+	return nil
+}
+
+// RestoreSnapshotInto is RestoreSnapshotBuckets into another bbolt
+// database, db (a tool's scratch file: jocasta whatif), for names
+// (nil: every bucket the snapshot holds).
+func (s *Store) RestoreSnapshotInto(ctx context.Context, db *bolt.DB, seq uint64, names []string) error {
+	if s.isClosed() {
+		return fmt.Errorf("store: restore snapshot %d: %w", seq, ErrClosed)
+	}
+	data, err := s.storedSnapshot(seq)
+	if err != nil {
+		return fmt.Errorf("store: restore snapshot %d: %w", seq, err)
+	}
+	if v2, err := isSnapshotV2(data); err != nil || !v2 {
+		snap, err := s.LoadSnapshotBuckets(seq, names)
+		if err != nil {
+			return err
+		}
+		for _, name := range names {
+			if snap.Buckets[name] == nil {
+				snap.Buckets[name] = []KV{}
+			}
+		}
+		return db.Update(func(tx *bolt.Tx) error { return RestoreSnapshotTx(tx, snap) })
+	}
+	if err := walkSnapshot(data, seq, nil); err != nil {
+		return fmt.Errorf("store: restore snapshot %d: %w: %w", seq, ErrCorrupt, err)
+	}
+	w := &restoreWriter{db: db, ctx: ctx, names: names, all: names == nil}
 	defer w.rollback()
 	if err := walkSnapshot(data, seq, w); err != nil {
 		return fmt.Errorf("store: restore snapshot %d: %w", seq, err)
@@ -264,11 +299,15 @@ func (d *snapReader) field(keep bool) []byte {
 // read past is not taken for an empty one).
 var skipped = []byte{0}
 
-// restoreWriter writes what walkSnapshot reads into the buckets named,
-// in transactions of restorePart pairs.
+// restoreWriter writes what walkSnapshot reads into the buckets named
+// of db, in transactions of restorePart pairs.
 type restoreWriter struct {
-	s     *Store
-	ctx   context.Context
+	db  *bolt.DB
+	ctx context.Context
+	// failed, when set, is the store's failure, which stops the writes;
+	// commitFailed, when set, makes a failed commit the store's.
+	failed       func() error
+	commitFailed func(error) error
 	names []string
 	all   bool       // every bucket of the snapshot, replaced as it comes
 	head  snapHeader // the snapshot's
@@ -282,10 +321,12 @@ func (w *restoreWriter) begin() error {
 	if err := w.ctx.Err(); err != nil {
 		return err
 	}
-	if err := w.s.Err(); err != nil {
-		return fmt.Errorf("%w (%w)", ErrFailed, err)
+	if w.failed != nil {
+		if err := w.failed(); err != nil {
+			return fmt.Errorf("%w (%w)", ErrFailed, err)
+		}
 	}
-	tx, err := w.s.db.Begin(true)
+	tx, err := w.db.Begin(true)
 	if err != nil {
 		return err
 	}
@@ -310,7 +351,10 @@ func (w *restoreWriter) commit() error {
 	tx := w.tx
 	w.tx = nil
 	if err := tx.Commit(); err != nil {
-		return w.s.commitFailed("restore snapshot", err)
+		if w.commitFailed != nil {
+			return w.commitFailed(err)
+		}
+		return err
 	}
 	return nil
 }
@@ -409,8 +453,8 @@ func (w *restoreWriter) endNested() error {
 func (w *restoreWriter) end() error { return w.commit() }
 
 // LoadSnapshotBuckets is LoadSnapshot keeping only the buckets names
-// (the others are read past without a copy): its Buckets holds those of
-// names that the snapshot holds.
+// (the others are read past without a copy; nil: every bucket): its
+// Buckets holds those of names that the snapshot holds.
 func (s *Store) LoadSnapshotBuckets(seq uint64, names []string) (*Snapshot, error) {
 	if s.isClosed() {
 		return nil, fmt.Errorf("store: load snapshot %d: %w", seq, ErrClosed)
@@ -429,7 +473,7 @@ func (s *Store) LoadSnapshotBuckets(seq uint64, names []string) (*Snapshot, erro
 			return nil, err
 		}
 		for name := range snap.Buckets {
-			if !slices.Contains(names, name) {
+			if names != nil && !slices.Contains(names, name) {
 				delete(snap.Buckets, name)
 			}
 		}

@@ -304,3 +304,34 @@ func TestRestoreSnapshotBucketsAll(t *testing.T) {
 		t.Errorf("c, not in the snapshot, changed: %d pairs, sequence %d", len(got.Buckets["c"]), got.Sequences["c"])
 	}
 }
+
+// RestoreSnapshotInto writes the same buckets into another database.
+func TestRestoreSnapshotInto(t *testing.T) {
+	defer func(p int) { restorePart = p }(restorePart)
+	restorePart = 7
+	s, want := restoreFixture(t)
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "scratch.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := s.RestoreSnapshotInto(context.Background(), db, 0, []string{"a", "c"}); err != nil {
+		t.Fatal(err)
+	}
+	err = db.View(func(tx *bolt.Tx) error {
+		got, err := dumpSnapshot(tx, 0, events.ZeroHash, time.Unix(100, 0), []string{"a", "b", "c"})
+		if err != nil {
+			return err
+		}
+		if !reflect.DeepEqual(cloneKVs(got.Buckets["a"]), want.Buckets["a"]) || got.Sequences["a"] != 7 {
+			t.Errorf("a: %d pairs (sequence %d), want the snapshot's %d", len(got.Buckets["a"]), got.Sequences["a"], len(want.Buckets["a"]))
+		}
+		if tx.Bucket([]byte("b")) != nil || tx.Bucket([]byte("c")) == nil {
+			t.Error("b, not named, was restored, or c, named, was not made")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
