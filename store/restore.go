@@ -308,13 +308,13 @@ type restoreWriter struct {
 	// commitFailed, when set, makes a failed commit the store's.
 	failed       func() error
 	commitFailed func(error) error
-	names []string
-	all   bool       // every bucket of the snapshot, replaced as it comes
-	head  snapHeader // the snapshot's
-	tx    *bolt.Tx
-	n     int // pairs and buckets written in tx
-	path  [][]byte
-	stack []*bolt.Bucket // path's buckets, in tx
+	names        []string
+	all          bool       // every bucket of the snapshot, replaced as it comes
+	head         snapHeader // the snapshot's
+	tx           *bolt.Tx
+	n            int // pairs and buckets written in tx
+	path         [][]byte
+	stack        []*bolt.Bucket // path's buckets, in tx
 }
 
 func (w *restoreWriter) begin() error {
