@@ -57,11 +57,16 @@ func (s *Store) RestoreSnapshotBuckets(ctx context.Context, seq uint64, names []
 		// The first format (JSON): small, and decoded whole.
 		return s.restoreWhole(seq, names)
 	}
+	return restoreStream(data, seq, &restoreWriter{db: s.db, ctx: ctx, names: names, all: names == nil,
+		failed: s.Err, commitFailed: func(err error) error { return s.commitFailed("restore snapshot", err) }})
+}
+
+// restoreStream checks the v2 snapshot data of seq whole, then writes
+// it with w.
+func restoreStream(data []byte, seq uint64, w *restoreWriter) error {
 	if err := walkSnapshot(data, seq, nil); err != nil {
 		return fmt.Errorf("store: restore snapshot %d: %w: %w", seq, ErrCorrupt, err)
 	}
-	w := &restoreWriter{db: s.db, ctx: ctx, names: names, all: names == nil,
-		failed: s.Err, commitFailed: func(err error) error { return s.commitFailed("restore snapshot", err) }}
 	defer w.rollback()
 	if err := walkSnapshot(data, seq, w); err != nil {
 		return fmt.Errorf("store: restore snapshot %d: %w", seq, err)
@@ -92,15 +97,7 @@ func (s *Store) RestoreSnapshotInto(ctx context.Context, db *bolt.DB, seq uint64
 		}
 		return db.Update(func(tx *bolt.Tx) error { return RestoreSnapshotTx(tx, snap) })
 	}
-	if err := walkSnapshot(data, seq, nil); err != nil {
-		return fmt.Errorf("store: restore snapshot %d: %w: %w", seq, ErrCorrupt, err)
-	}
-	w := &restoreWriter{db: db, ctx: ctx, names: names, all: names == nil}
-	defer w.rollback()
-	if err := walkSnapshot(data, seq, w); err != nil {
-		return fmt.Errorf("store: restore snapshot %d: %w", seq, err)
-	}
-	return nil
+	return restoreStream(data, seq, &restoreWriter{db: db, ctx: ctx, names: names, all: names == nil})
 }
 
 // restoreWhole is RestoreSnapshotBuckets for a snapshot of the first
