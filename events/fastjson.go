@@ -101,6 +101,11 @@ func (d *jdec) int64s(ns *[]int64) bool { return d.Int64s(ns) }
 
 // sweepHosts parses an array of SweepHost.
 func (d *jdec) sweepHosts(hs *[]SweepHost) bool {
+	// A whole sweep that found nobody: nil, as encoding/json leaves it.
+	if d.ws(); d.Lit("null") {
+		*hs = nil
+		return true
+	}
 	// Decode into a small array first so the slice is allocated once at
 	// its size (a sweep of a few hosts is the common case).
 	var small [4]SweepHost

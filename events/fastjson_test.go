@@ -56,6 +56,7 @@ func fastCases(t testing.TB) map[string]string {
 		"invalid utf-8":      "{\"scan_id\":\"a\xffb\"}",
 		"control char":       "{\"scan_id\":\"a\x01b\"}",
 		"null field":         `{"scan_id":null,"hosts":null}`,
+		"null hosts":         `{"scan_id":"s","complete":true,"hosts": null}`,
 		"null host":          `{"hosts":[null]}`,
 		"null upnp":          `{"hosts":[{"upnp":null}]}`,
 		"null name":          `{"hosts":[{"names":{"dns":null}}]}`,
@@ -275,5 +276,19 @@ func TestStringTable(t *testing.T) {
 	}
 	if c := tab.get([]byte("10.0.0.9")); c != "10.0.0.9" {
 		t.Errorf("after starting over get = %q", c)
+	}
+}
+
+// A whole sweep that found nobody ("hosts": null, as events.New writes a
+// nil Hosts) stays on the fast parser's path.
+func TestFastDecodeNullHosts(t *testing.T) {
+	at := time.Date(2026, 11, 28, 18, 0, 0, 0, time.UTC)
+	p, err := json.Marshal(SweepCompleted{ScanID: "s", Started: at, Finished: at, Networks: []string{"10.0.0.0/24"}, Complete: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s SweepCompleted
+	if !decodeSweepCompleted(p, &s) || s.Hosts != nil || s.ScanID != "s" || !s.Complete {
+		t.Errorf("%s: fast path %+v", p, s)
 	}
 }
