@@ -34,16 +34,31 @@ var restorePart = 65536
 // after it, so that a restore cut short (a crash, ctx's end) is done
 // again from the start.
 func (s *Store) RestoreSnapshotBuckets(ctx context.Context, seq uint64, names []string) error {
-	switch {
-	case s.isClosed():
-		return fmt.Errorf("store: restore snapshot %d: %w", seq, ErrClosed)
-	case s.readOnly:
+	if s.readOnly {
 		return fmt.Errorf("store: restore snapshot %d: %w", seq, ErrReadOnly)
 	}
 	for _, name := range names {
 		if reserved(name) || name == "" {
 			return fmt.Errorf("store: restore snapshot %d: bucket %q is not a projection's (the log's, or no name)", seq, name)
 		}
+	}
+	return s.restoreSnapshot(seq, names, s.Update, &restoreWriter{db: s.db, ctx: ctx, names: names, all: names == nil,
+		failed: s.Err, commitFailed: func(err error) error { return s.commitFailed("restore snapshot", err) }})
+}
+
+// RestoreSnapshotInto is RestoreSnapshotBuckets into another bbolt
+// database, db (a tool's scratch file: jocasta whatif), for names
+// (nil: every bucket the snapshot holds).
+func (s *Store) RestoreSnapshotInto(ctx context.Context, db *bolt.DB, seq uint64, names []string) error {
+	return s.restoreSnapshot(seq, names, db.Update, &restoreWriter{db: db, ctx: ctx, names: names, all: names == nil})
+}
+
+// restoreSnapshot restores the buckets names of the snapshot at seq: a
+// v2 one checked whole, then streamed by w; one of the first format
+// (small) decoded and put back in one transaction of update.
+func (s *Store) restoreSnapshot(seq uint64, names []string, update func(func(*bolt.Tx) error) error, w *restoreWriter) error {
+	if s.isClosed() {
+		return fmt.Errorf("store: restore snapshot %d: %w", seq, ErrClosed)
 	}
 	data, err := s.storedSnapshot(seq)
 	if err != nil {
@@ -54,16 +69,17 @@ func (s *Store) RestoreSnapshotBuckets(ctx context.Context, seq uint64, names []
 		return fmt.Errorf("store: restore snapshot %d: %w: %w", seq, ErrCorrupt, err)
 	}
 	if !v2 {
-		// The first format (JSON): small, and decoded whole.
-		return s.restoreWhole(seq, names)
+		snap, err := decodeSnapshotBuckets(data, seq, names)
+		if err != nil {
+			return fmt.Errorf("store: restore snapshot %d: %w: %w", seq, ErrCorrupt, err)
+		}
+		for _, name := range names {
+			if snap.Buckets[name] == nil {
+				snap.Buckets[name] = []KV{}
+			}
+		}
+		return update(func(tx *bolt.Tx) error { return RestoreSnapshotTx(tx, snap) })
 	}
-	return restoreStream(data, seq, &restoreWriter{db: s.db, ctx: ctx, names: names, all: names == nil,
-		failed: s.Err, commitFailed: func(err error) error { return s.commitFailed("restore snapshot", err) }})
-}
-
-// restoreStream checks the v2 snapshot data of seq whole, then writes
-// it with w.
-func restoreStream(data []byte, seq uint64, w *restoreWriter) error {
 	if err := walkSnapshot(data, seq, nil); err != nil {
 		return fmt.Errorf("store: restore snapshot %d: %w: %w", seq, ErrCorrupt, err)
 	}
@@ -72,53 +88,6 @@ func restoreStream(data []byte, seq uint64, w *restoreWriter) error {
 		return fmt.Errorf("store: restore snapshot %d: %w", seq, err)
 	}
 	return nil
-}
-
-// RestoreSnapshotInto is RestoreSnapshotBuckets into another bbolt
-// database, db (a tool's scratch file: jocasta whatif), for names
-// (nil: every bucket the snapshot holds).
-func (s *Store) RestoreSnapshotInto(ctx context.Context, db *bolt.DB, seq uint64, names []string) error {
-	if s.isClosed() {
-		return fmt.Errorf("store: restore snapshot %d: %w", seq, ErrClosed)
-	}
-	data, err := s.storedSnapshot(seq)
-	if err != nil {
-		return fmt.Errorf("store: restore snapshot %d: %w", seq, err)
-	}
-	if v2, err := isSnapshotV2(data); err != nil || !v2 {
-		snap, err := s.LoadSnapshotBuckets(seq, names)
-		if err != nil {
-			return err
-		}
-		for _, name := range names {
-			if snap.Buckets[name] == nil {
-				snap.Buckets[name] = []KV{}
-			}
-		}
-		return db.Update(func(tx *bolt.Tx) error { return RestoreSnapshotTx(tx, snap) })
-	}
-	return restoreStream(data, seq, &restoreWriter{db: db, ctx: ctx, names: names, all: names == nil})
-}
-
-// restoreWhole is RestoreSnapshotBuckets for a snapshot of the first
-// format.
-func (s *Store) restoreWhole(seq uint64, names []string) error {
-	snap, err := s.LoadSnapshot(seq)
-	if err != nil {
-		return err
-	}
-	if names == nil {
-		return s.Update(func(tx *bolt.Tx) error { return RestoreSnapshotTx(tx, snap) })
-	}
-	sub := &Snapshot{Seq: snap.Seq, Hash: snap.Hash, Time: snap.Time, Buckets: map[string][]KV{}, Sequences: map[string]uint64{}}
-	for _, name := range names {
-		sub.Buckets[name] = snap.Buckets[name]
-		if snap.Buckets[name] == nil {
-			sub.Buckets[name] = []KV{}
-		}
-		sub.Sequences[name] = snap.Sequences[name]
-	}
-	return s.Update(func(tx *bolt.Tx) error { return RestoreSnapshotTx(tx, sub) })
 }
 
 // isSnapshotV2 reports whether data is a snapshot of the binary layout.
@@ -460,27 +429,11 @@ func (s *Store) LoadSnapshotBuckets(seq uint64, names []string) (*Snapshot, erro
 	if err != nil {
 		return nil, fmt.Errorf("store: load snapshot %d: %w", seq, err)
 	}
-	v2, err := isSnapshotV2(data)
+	snap, err := decodeSnapshotBuckets(data, seq, names)
 	if err != nil {
 		return nil, fmt.Errorf("store: load snapshot %d: %w: %w", seq, ErrCorrupt, err)
 	}
-	if !v2 {
-		snap, err := s.LoadSnapshot(seq)
-		if err != nil {
-			return nil, err
-		}
-		for name := range snap.Buckets {
-			if names != nil && !slices.Contains(names, name) {
-				delete(snap.Buckets, name)
-			}
-		}
-		return snap, nil
-	}
-	c := &snapCollector{names: names}
-	if err := walkSnapshot(data, seq, c); err != nil {
-		return nil, fmt.Errorf("store: load snapshot %d: %w: %w", seq, ErrCorrupt, err)
-	}
-	return c.snap, nil
+	return snap, nil
 }
 
 // snapCollector keeps the buckets names (nil: every bucket) of what

@@ -231,21 +231,43 @@ func (w *snapWriter) bucket(b *bolt.Bucket, depth int) {
 	}
 }
 
-// decodeSnapshot reverses encodeSnapshotTx (walkSnapshot, keeping every
-// bucket) or reads a snapshot of the first format, gzip(JSON(snap)),
-// and checks the result.
-func decodeSnapshot(data []byte) (*Snapshot, error) {
+// decodeSnapshot reverses encodeSnapshotTx (or reads a snapshot of the
+// first format) and checks the result.
+func decodeSnapshot(data []byte) (*Snapshot, error) { return decodeSnapshotBuckets(data, anySeq, nil) }
+
+// decodeSnapshotBuckets decodes the buckets names (nil: every bucket) of
+// data, a snapshot of seq (anySeq: any): a v2 one through walkSnapshot,
+// which reads the others past without a copy; one of the first format,
+// gzip(JSON(snap)), whole, then keeping those.
+func decodeSnapshotBuckets(data []byte, seq uint64, names []string) (*Snapshot, error) {
 	v2, err := isSnapshotV2(data)
 	if err != nil {
 		return nil, err
 	}
 	if v2 {
-		c := &snapCollector{}
-		if err := walkSnapshot(data, anySeq, c); err != nil {
+		c := &snapCollector{names: names}
+		if err := walkSnapshot(data, seq, c); err != nil {
 			return nil, err
 		}
 		return c.snap, nil
 	}
+	snap, err := decodeSnapshotV1(data)
+	if err != nil {
+		return nil, err
+	}
+	if seq != anySeq && snap.Seq != seq {
+		return nil, fmt.Errorf("decode: it says seq %d", snap.Seq)
+	}
+	for name := range snap.Buckets {
+		if names != nil && !slices.Contains(names, name) {
+			delete(snap.Buckets, name)
+		}
+	}
+	return snap, nil
+}
+
+// decodeSnapshotV1 reads and checks a snapshot of the first format.
+func decodeSnapshotV1(data []byte) (*Snapshot, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("decompress: %w", err)

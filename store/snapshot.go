@@ -271,23 +271,7 @@ func (s *Store) Snapshots() ([]SnapshotInfo, error) {
 
 // LoadSnapshot returns the snapshot at seq, or an error wrapping
 // ErrNotFound.
-func (s *Store) LoadSnapshot(seq uint64) (*Snapshot, error) {
-	if s.isClosed() {
-		return nil, fmt.Errorf("store: load snapshot %d: %w", seq, ErrClosed)
-	}
-	data, err := s.storedSnapshot(seq)
-	if err != nil {
-		return nil, fmt.Errorf("store: load snapshot %d: %w", seq, err)
-	}
-	snap, err := decodeSnapshot(data)
-	if err != nil {
-		return nil, fmt.Errorf("store: load snapshot %d: %w: %w", seq, ErrCorrupt, err)
-	}
-	if snap.Seq != seq {
-		return nil, fmt.Errorf("store: load snapshot %d: %w: it says seq %d", seq, ErrCorrupt, snap.Seq)
-	}
-	return snap, nil
-}
+func (s *Store) LoadSnapshot(seq uint64) (*Snapshot, error) { return s.LoadSnapshotBuckets(seq, nil) }
 
 // RestoreSnapshotTx replaces every bucket named in snap with its dumped
 // contents, nested buckets and sequences included; buckets the snapshot
