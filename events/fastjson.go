@@ -88,21 +88,17 @@ func decodeSweepCompleted(b []byte, p *SweepCompleted) bool {
 		case "base":
 			return d.once(&seen, 8) && d.Uint(&p.Base)
 		case "same":
-			return d.once(&seen, 9) && d.int64s(&p.Same)
+			return d.once(&seen, 9) && d.Int64s(&p.Same)
 		}
 		return false
 	})
 	return ok && d.End()
 }
 
-// int64s parses an array of integers (a v2 sweep's references to its
-// base: index, round trip, ...).
-func (d *jdec) int64s(ns *[]int64) bool { return d.Int64s(ns) }
-
 // sweepHosts parses an array of SweepHost.
 func (d *jdec) sweepHosts(hs *[]SweepHost) bool {
 	// A whole sweep that found nobody: nil, as encoding/json leaves it.
-	if d.ws(); d.Lit("null") {
+	if d.Lit("null") {
 		*hs = nil
 		return true
 	}
