@@ -1,0 +1,116 @@
+package main
+
+import (
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestParseExecutablePages reads a recorded smaps (sed's, a dynamically
+// linked binary): the code and read-only data of the file asked for
+// qualify; its relocated read-only page (anonymous, written before it
+// was made read-only), its writable data and every other file do not.
+func TestParseExecutablePages(t *testing.T) {
+	b, err := os.ReadFile("testdata/smaps/sed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := string(b)
+	sed := executablePages{
+		{0x56451b005000, 0x56451b008000},
+		{0x56451b008000, 0x56451b01c000},
+		{0x56451b01c000, 0x56451b022000},
+	}
+	firstOnly := recorded[:strings.Index(recorded, "\n56451b008000-")+1]
+	tests := []struct {
+		name  string
+		smaps string
+		path  string
+		want  executablePages
+	}{
+		{"the executable", recorded, "/usr/bin/sed", sed},
+		{"another file", recorded, "/usr/lib/locale/C.utf8/LC_CTYPE", executablePages{{0x7f5549ded000, 0x7f5549e44000}}},
+		{"a prefix of a path", recorded, "/usr/bin/se", nil},
+		{"a path with spaces, deleted", strings.ReplaceAll(recorded, "/usr/bin/sed", "/opt/my apps/jocasta (deleted)"), "/opt/my apps/jocasta (deleted)", sed},
+		{"the last mapping of the file", firstOnly, "/usr/bin/sed", sed[:1]},
+		{"empty", "", "/usr/bin/sed", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseExecutablePages(strings.NewReader(tc.smaps), tc.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("got %x, want %x", got, tc.want)
+			}
+		})
+	}
+	if _, err := parseExecutablePages(strings.NewReader("zz-10 r-xp 00000000 fe:00 1 /usr/bin/sed\n"), "/usr/bin/sed"); err == nil {
+		t.Fatal("a mapping with a bad address range was read without an error")
+	}
+}
+
+// TestExecutablePagesRelease drops the test binary's own code and
+// read-only data from its memory map: most of what was resident goes,
+// and the process runs on (its code maps back in as it runs).
+func TestExecutablePagesRelease(t *testing.T) {
+	pages, err := findExecutablePages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pages) < 2 {
+		t.Fatalf("found %d of the executable's mappings, want its code and its read-only data: %x", len(pages), pages)
+	}
+	before := residentIn(t, pages)
+	if before < 1<<20 {
+		t.Fatalf("only %d bytes of the executable resident before the release: the test does not see its pages", before)
+	}
+	if err := pages.release(); err != nil {
+		t.Fatal(err)
+	}
+	after := residentIn(t, pages)
+	if after > before/2 {
+		t.Fatalf("resident bytes of the executable: %d before, %d after the release", before, after)
+	}
+	t.Logf("resident bytes of the executable: %d before, %d after the release", before, after)
+	// The process runs on: code not run since the release (here the
+	// parser's error path) maps back in.
+	if _, err := parseExecutablePages(strings.NewReader("zz-10 r-xp 0 fe:00 1 x\n"), "x"); err == nil {
+		t.Fatal("the parser misread after the release")
+	}
+}
+
+// residentIn is how many bytes of the ranges are resident (the Rss of
+// their mappings in /proc/self/smaps).
+func residentIn(t *testing.T, pages executablePages) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	in := false
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if !strings.HasSuffix(f[0], ":") {
+			lo, _, _ := strings.Cut(f[0], "-")
+			start, err := strconv.ParseUint(lo, 16, 64)
+			in = err == nil && slices.ContainsFunc(pages, func(r pageRange) bool { return r.start == uintptr(start) })
+			continue
+		}
+		if in && f[0] == "Rss:" && len(f) >= 2 {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				t.Fatalf("smaps: %q", line)
+			}
+			total += kb << 10
+		}
+	}
+	return total
+}
