@@ -42,24 +42,67 @@ func tuneReplayGC() int64 {
 // and v1's memory.limit_in_bytes are both read). 0 when neither can be
 // read.
 func memoryAvailable(meminfo, procCgroup, cgroupRoot string) int64 {
-	var total int64
-	if f, err := os.Open(meminfo); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			fields := strings.Fields(sc.Text())
-			if len(fields) >= 2 && fields[0] == "MemTotal:" {
-				if kb, err := strconv.ParseInt(fields[1], 10, 64); err == nil && kb > 0 {
-					total = kb << 10
-				}
-				break
-			}
-		}
-		f.Close()
-	}
+	total := machineMemory(meminfo)
 	if n := cgroupLimit(procCgroup, cgroupRoot); n > 0 && (total == 0 || n < total) {
 		total = n
 	}
 	return total
+}
+
+// machineMemory is MemTotal of meminfo (/proc/meminfo) in bytes, 0 when
+// it cannot be read.
+func machineMemory(meminfo string) int64 {
+	f, err := os.Open(meminfo)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 2 && fields[0] == "MemTotal:" {
+			if kb, err := strconv.ParseInt(fields[1], 10, 64); err == nil && kb > 0 {
+				return kb << 10
+			}
+			break
+		}
+	}
+	return 0
+}
+
+// serveMemoryLimit is the soft memory limit serve sets for its collector
+// when it runs under a memory limit lower than the machine's memory (a
+// container's, a systemd unit's MemoryMax; cgroup is that limit, machine
+// the machine's memory, 0 when unknown): the limit less a reserve for
+// what the kernel charges to the same cgroup beside the Go runtime's
+// memory (the pages of the executable and of the database that serve
+// maps, and the page cache of its writes), an eighth of it and at least
+// 16 MiB, but never less than half of it. Without it the collector
+// paces only by GOGC and would let the heap grow past the limit at a
+// peak (a flow window applied, a rebuild), and the kernel would kill
+// serve instead of the collector working harder. 0 when there is no such
+// limit.
+func serveMemoryLimit(machine, cgroup int64) int64 {
+	if cgroup <= 0 || (machine > 0 && cgroup >= machine) {
+		return 0
+	}
+	reserve := max(cgroup/8, 16<<20)
+	return max(cgroup-reserve, cgroup/2)
+}
+
+// tuneServeGC sets serve's collector unless the environment configures
+// it (tuneGC): serveGCPercent, and the soft memory limit of
+// serveMemoryLimit under a cgroup's memory limit. It reports whether it
+// set the collector, the limit set (0 for none) and the cgroup's limit.
+func tuneServeGC(meminfo, procCgroup, cgroupRoot string) (set bool, limit, cgroup int64) {
+	if !tuneGC(serveGCPercent) {
+		return false, 0, 0
+	}
+	cgroup = cgroupLimit(procCgroup, cgroupRoot)
+	if limit = serveMemoryLimit(machineMemory(meminfo), cgroup); limit > 0 {
+		debug.SetMemoryLimit(limit)
+	}
+	return true, limit, cgroup
 }
 
 // cgroupLimit is the lowest memory limit set on the process's cgroups

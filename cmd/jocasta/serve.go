@@ -61,7 +61,9 @@ func cmdServe(e *env, args []string) error {
 	}
 	log.Info().Str("version", version).Str("config", path).Str("db", cfg.DBFile()).Msg("jocasta starting")
 
-	if tuneGC(serveGCPercent) {
+	if set, limit, cgroup := tuneServeGC("/proc/meminfo", "/proc/self/cgroup", "/sys/fs/cgroup"); set && limit > 0 {
+		log.Info().Int("gogc", serveGCPercent).Int64("memory_limit_mib", limit>>20).Int64("cgroup_limit_mib", cgroup>>20).Msg("collector target and soft memory limit set from the cgroup's memory limit (GOGC and GOMEMLIMIT are unset)")
+	} else if set {
 		log.Info().Int("gogc", serveGCPercent).Msg("collector target set (GOGC and GOMEMLIMIT are unset)")
 	}
 	return serve(e.ctx, cfg, log, nil)
