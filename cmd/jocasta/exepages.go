@@ -91,12 +91,32 @@ func parseExecutablePages(smaps io.Reader, path string) (executablePages, error)
 }
 
 // release drops the pages from the process's memory map. The code that
-// runs meanwhile (this function's included) maps its pages again.
+// runs meanwhile (this function's included) maps its pages again. It
+// does nothing while a debugger traces the process: the breakpoints it
+// writes into the code are such anonymous pages, made after the
+// mappings were chosen.
 func (p executablePages) release() error {
+	if len(p) == 0 || traced("/proc/self/status") {
+		return nil
+	}
 	for _, r := range p {
 		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, r.start, r.end-r.start, unix.MADV_DONTNEED); errno != 0 {
 			return fmt.Errorf("release the executable's pages at %#x: %w", r.start, errno)
 		}
 	}
 	return nil
+}
+
+// traced reports whether status (/proc/self/status) names a tracer.
+func traced(status string) bool {
+	b, err := os.ReadFile(status)
+	if err != nil {
+		return false
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "TracerPid:"); ok {
+			return strings.TrimSpace(v) != "0"
+		}
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -113,4 +114,29 @@ func residentIn(t *testing.T, pages executablePages) int64 {
 		}
 	}
 	return total
+}
+
+// TestTraced: a status naming a tracer (a debugger's breakpoints are
+// written into the code) stops the release; none, or no status, does not.
+func TestTraced(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, status string
+		want         bool
+	}{
+		{"untraced", "Name:\tjocasta\nTracerPid:\t0\nUid:\t0\n", false},
+		{"traced", "Name:\tjocasta\nTracerPid:\t4242\nUid:\t0\n", true},
+		{"no such line", "Name:\tjocasta\n", false},
+	} {
+		p := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
+		if err := os.WriteFile(p, []byte(tc.status), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := traced(p); got != tc.want {
+			t.Errorf("%s: traced %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if traced(filepath.Join(dir, "absent")) {
+		t.Error("an unreadable status counted as traced")
+	}
 }
