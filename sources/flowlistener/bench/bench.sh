@@ -25,7 +25,9 @@
 # Usage: sources/flowlistener/bench/bench.sh   (env: DURATION=10s
 # START=25000 MAX=3200000 TRIAL_PEERS=5 RSS_DURATION=180s SKIP_GOFLOW=1
 # SKIP_SEARCH=1 for the RSS run alone; KEEP_LOG=file keeps serve's log
-# of the RSS run, its collections included)
+# of the RSS run, its collections included; MEMORY_MAX=60M runs the RSS
+# run's serve in a memory cgroup of that limit, as a container with a
+# memory limit would: cgroup v2 or v1, needs root)
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 duration=${DURATION:-10s}
@@ -37,8 +39,10 @@ devices=10000
 peers=1000
 work=$(mktemp -d)
 pid=""
+cgroup=""
 cleanup() {
   [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  [ -n "$cgroup" ] && rmdir "$cgroup" 2>/dev/null
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -87,9 +91,40 @@ echo "== seed $devices devices"
 tok=$("$work/jocasta" token create --config "$work/j.yaml" --name bench --mode read --expires never | tail -1)
 cp "$work/data/jocasta.db" "$work/seeded.db"
 
+# memory_cgroup LIMIT: makes a memory cgroup limited to LIMIT (no swap)
+# and sets $cgroup to its directory.
+memory_cgroup() {
+  if grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
+    cgroup=/sys/fs/cgroup/jocasta-bench-$$
+    mkdir "$cgroup"
+    echo "$1" > "$cgroup/memory.max"
+    echo 0 > "$cgroup/memory.swap.max" 2>/dev/null || true
+  elif [ -d /sys/fs/cgroup/memory ]; then
+    cgroup=/sys/fs/cgroup/memory/jocasta-bench-$$
+    mkdir "$cgroup"
+    echo "$1" > "$cgroup/memory.limit_in_bytes"
+  else
+    echo "MEMORY_MAX: no memory cgroup controller on this machine" >&2; exit 1
+  fi
+}
+# cgroup_report: the cgroup's highest usage (the process's memory and the
+# page cache charged to it) and the times it hit its limit or killed.
+cgroup_report() {
+  if [ -f "$cgroup/memory.peak" ]; then
+    echo "cgroup memory.max $(cat "$cgroup/memory.max"): highest usage $(( $(cat "$cgroup/memory.peak") / 1024 )) kB; $(tr '\n' ' ' < "$cgroup/memory.events")"
+  else
+    echo "cgroup memory.limit_in_bytes $(cat "$cgroup/memory.limit_in_bytes"): highest usage $(( $(cat "$cgroup/memory.max_usage_in_bytes") / 1024 )) kB; limit hit $(cat "$cgroup/memory.failcnt") times; $(grep oom_kill "$cgroup/memory.oom_control" | tr '\n' ' ')"
+  fi
+}
+majflt() { awk '{print $12}' "/proc/$1/stat"; }
+
 start_serve() { # $1: log file; sets ready_s: seconds until ready (catch-up)
   local t0; t0=$(date +%s.%N)
-  "$work/jocasta" serve --config "$work/j.yaml" 2> "$1" &
+  if [ -n "${in_cgroup:-}" ]; then
+    sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$cgroup" "$work/jocasta" serve --config "$work/j.yaml" 2> "$1" &
+  else
+    "$work/jocasta" serve --config "$work/j.yaml" 2> "$1" &
+  fi
   pid=$!
   for _ in $(seq 1 6000); do
     if curl -sf "http://127.0.0.1:$port/api/readyz" >/dev/null && grep -q 'flow listener bound' "$1"; then
@@ -189,8 +224,21 @@ cp "$work/seeded.db" "$work/data/jocasta.db"
 # gctrace: each collection's live heap goes to the log, for the highest
 # live heap below (steadier from run to run than the RSS, which depends
 # on when the collector happens to run).
+if [ -n "${MEMORY_MAX:-}" ]; then
+  memory_cgroup "$MEMORY_MAX"
+  in_cgroup=1
+  # As in a container that starts cold, the pages serve maps (its
+  # executable, the database) are read in by serve and charged to its
+  # cgroup, not to this script's, which wrote them: the machine's clean
+  # page cache is dropped first.
+  sync
+  echo 1 > /proc/sys/vm/drop_caches
+  echo "serve runs in the memory cgroup $cgroup, limited to $MEMORY_MAX (the page cache dropped before it starts)"
+fi
 GODEBUG=gctrace=1 start_serve "$work/rss.log"
+in_cgroup=
 echo "serve VmHWM at start: $(hwm "$pid") kB"
+grep -o '"message":"collector target set[^"]*"[^}]*' "$work/rss.log" || true
 # The highest RSS, anonymous and file-mapped RSS, sampled every second
 # from the start of the load (VmHWM also counts the start).
 ( a=0 f=0 r=0; while kill -0 "$pid" 2>/dev/null; do
@@ -222,6 +270,8 @@ echo "recorded $got of $n flows $(($(date +%s) - stopped)) s after the sender st
 echo "serve VmHWM after: $(hwm "$pid") kB; $(awk '/VmRSS/ {r=$2} /RssAnon/ {a=$2} /RssFile/ {f=$2} END {print "VmRSS " r " kB (anonymous " a " kB, files " f " kB)"}' "/proc/$pid/status"); database $(du -k "$work/data/jocasta.db" | cut -f1) kB"
 read -r peak_anon peak_file peak_rss < "$work/rss-peaks" || true
 echo "highest sampled over the whole run, the API's reads included: RSS ${peak_rss:-?} kB; anonymous ${peak_anon:-?} kB, files ${peak_file:-?} kB (each its own highest)"
+echo "serve's major page faults (pages read from the disk): $(majflt "$pid"); collections: $(grep -c '^gc ' "$work/rss.log" || true)"
+[ -n "$cgroup" ] && cgroup_report
 stop_serve
 windows "$work/rss.log"
 
