@@ -52,14 +52,7 @@ func TestTuneGC(t *testing.T) {
 // TestTuneReplayGC: an offline replay also sets a soft memory limit, half
 // the memory available, unless the environment configures the collector.
 func TestTuneReplayGC(t *testing.T) {
-	prevPct, prevLimit := debug.SetGCPercent(100), debug.SetMemoryLimit(-1)
-	t.Cleanup(func() { debug.SetGCPercent(prevPct); debug.SetMemoryLimit(prevLimit) })
-	for _, name := range []string{"GOGC", "GOMEMLIMIT"} {
-		if v, ok := os.LookupEnv(name); ok {
-			t.Cleanup(func() { os.Setenv(name, v) })
-		}
-		os.Unsetenv(name)
-	}
+	untunedGC(t)
 	avail := memoryAvailable("/proc/meminfo", "/proc/self/cgroup", "/sys/fs/cgroup")
 	if avail <= 0 {
 		t.Fatal("no memory size readable on this machine")
@@ -104,25 +97,9 @@ func TestServeMemoryLimit(t *testing.T) {
 // (a v1 memory controller here) with its GOGC, and leaves both alone when
 // the environment sets either.
 func TestTuneServeGC(t *testing.T) {
-	prevPct, prevLimit := debug.SetGCPercent(100), debug.SetMemoryLimit(-1)
-	t.Cleanup(func() { debug.SetGCPercent(prevPct); debug.SetMemoryLimit(prevLimit) })
-	for _, name := range []string{"GOGC", "GOMEMLIMIT"} {
-		if v, ok := os.LookupEnv(name); ok {
-			t.Cleanup(func() { os.Setenv(name, v) })
-		}
-		os.Unsetenv(name)
-	}
+	untunedGC(t)
 	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, body string) string { return writeFile(t, dir, name, body) }
 	meminfo := write("meminfo", "MemTotal:        2048000 kB\n")
 	write("v1/memory/memory.limit_in_bytes", "9223372036854771712\n")
 	write("v1/memory/docker/abc/memory.limit_in_bytes", "62914560\n") // 60 MiB
@@ -143,5 +120,19 @@ func TestTuneServeGC(t *testing.T) {
 	t.Setenv("GOMEMLIMIT", "1GiB")
 	if set, limit, _ := tuneServeGC(meminfo, limited, root); set || limit != 0 || debug.SetMemoryLimit(-1) != math.MaxInt64 {
 		t.Errorf("with GOMEMLIMIT set: set %v, limit %d; runtime limit %d", set, limit, debug.SetMemoryLimit(-1))
+	}
+}
+
+// untunedGC clears GOGC and GOMEMLIMIT from the environment and restores
+// them, and the collector's settings, when t ends.
+func untunedGC(t *testing.T) {
+	t.Helper()
+	prevPct, prevLimit := debug.SetGCPercent(100), debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetGCPercent(prevPct); debug.SetMemoryLimit(prevLimit) })
+	for _, name := range []string{"GOGC", "GOMEMLIMIT"} {
+		if v, ok := os.LookupEnv(name); ok {
+			t.Cleanup(func() { os.Setenv(name, v) })
+		}
+		os.Unsetenv(name)
 	}
 }

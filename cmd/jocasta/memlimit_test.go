@@ -8,16 +8,7 @@ import (
 
 func TestMemoryAvailable(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, body string) string { return writeFile(t, dir, name, body) }
 	meminfo := write("meminfo", "MemTotal:        2048000 kB\nMemFree:          100000 kB\n")
 	const machine = 2048000 << 10
 	// A cgroup v2 tree: a limit on the parent, none on the process's own.
@@ -44,4 +35,18 @@ func TestMemoryAvailable(t *testing.T) {
 			t.Errorf("%s: %d, want %d", c.name, got, c.want)
 		}
 	}
+}
+
+// writeFile writes body to name under dir, making its directories, and
+// returns its path.
+func writeFile(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
