@@ -60,17 +60,50 @@ type evid struct {
 	Time   time.Time `json:"time"`
 }
 
+// srcEvid is the evidence of a field only sources set: an evid without
+// an actor, its time held as seconds since January 1 of year 1 and
+// nanoseconds, in UTC. It takes 32 bytes instead of evid's 56, and every
+// device carries eight (1.9 MB at 10,000 devices).
+type srcEvid struct {
+	src  string
+	sec  int64 // 0 (with nsec 0): the zero time
+	nsec int32
+}
+
+// unixToInternal is time.Time{}.Unix(): seconds from year 1 to 1970.
+const unixToInternal = 62135596800
+
+// srcEvidOf is the evidence that src set or confirmed a field at t.
+func srcEvidOf(src string, t time.Time) srcEvid {
+	return srcEvid{src: src, sec: t.Unix() + unixToInternal, nsec: int32(t.Nanosecond())}
+}
+
+// evid is e as an evid, its time in UTC (the zero time when unset).
+func (e srcEvid) evid() evid {
+	return evid{Source: e.src, Time: e.time()}
+}
+
+// time is when the evidence was given, in UTC.
+func (e srcEvid) time() time.Time {
+	return time.Unix(e.sec-unixToInternal, int64(e.nsec)).UTC()
+}
+
+// after reports whether e was given after o.
+func (e srcEvid) after(o srcEvid) bool {
+	return e.sec > o.sec || (e.sec == o.sec && e.nsec > o.nsec)
+}
+
 // evidenceSet holds the evidence of every field that has one. Its JSON
 // form (evidenceJSON) is one object of every field that has evidence.
 type evidenceSet struct {
-	Name      evid
-	MAC       evid
-	Addresses evid
-	LastSeen  evid
-	Presence  evid
-	Ports     evid
-	Services  evid
-	UPnP      evid
+	Name      srcEvid
+	MAC       srcEvid
+	Addresses srcEvid
+	LastSeen  srcEvid
+	Presence  srcEvid
+	Ports     srcEvid
+	Services  srcEvid
+	UPnP      srcEvid
 	// user holds the evidence of the fields only a user sets: nil until
 	// the device's first edit, which most devices never get (it would
 	// be a third of a device's memory).
@@ -115,8 +148,8 @@ type evidenceJSON struct {
 
 // MarshalJSON writes the set as evidenceJSON.
 func (e evidenceSet) MarshalJSON() ([]byte, error) {
-	j := evidenceJSON{Name: e.Name, MAC: e.MAC, Addresses: e.Addresses, LastSeen: e.LastSeen,
-		Presence: e.Presence, Ports: e.Ports, Services: e.Services, UPnP: e.UPnP}
+	j := evidenceJSON{Name: e.Name.evid(), MAC: e.MAC.evid(), Addresses: e.Addresses.evid(), LastSeen: e.LastSeen.evid(),
+		Presence: e.Presence.evid(), Ports: e.Ports.evid(), Services: e.Services.evid(), UPnP: e.UPnP.evid()}
 	if u := e.user; u != nil {
 		j.Label, j.Group, j.Type, j.Notes, j.Ignored, j.Watched = u.Label, u.Group, u.Type, u.Notes, u.Ignored, u.Watched
 	}
@@ -129,8 +162,9 @@ func (e *evidenceSet) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*e = evidenceSet{Name: j.Name, MAC: j.MAC, Addresses: j.Addresses, LastSeen: j.LastSeen,
-		Presence: j.Presence, Ports: j.Ports, Services: j.Services, UPnP: j.UPnP}
+	of := func(v evid) srcEvid { return srcEvidOf(v.Source, v.Time) }
+	*e = evidenceSet{Name: of(j.Name), MAC: of(j.MAC), Addresses: of(j.Addresses), LastSeen: of(j.LastSeen),
+		Presence: of(j.Presence), Ports: of(j.Ports), Services: of(j.Services), UPnP: of(j.UPnP)}
 	if u := (userEvidence{j.Label, j.Group, j.Type, j.Notes, j.Ignored, j.Watched}); u != (userEvidence{}) {
 		e.user = &u
 	}
@@ -152,8 +186,8 @@ func (e *evidenceSet) fields() [14]evidenceField {
 		u = &userEvidence{}
 	}
 	return [14]evidenceField{
-		{"name", e.Name}, {"mac", e.MAC}, {"addresses", e.Addresses}, {"last_seen", e.LastSeen},
-		{"presence", e.Presence}, {"ports", e.Ports}, {"services", e.Services}, {"upnp", e.UPnP},
+		{"name", e.Name.evid()}, {"mac", e.MAC.evid()}, {"addresses", e.Addresses.evid()}, {"last_seen", e.LastSeen.evid()},
+		{"presence", e.Presence.evid()}, {"ports", e.Ports.evid()}, {"services", e.Services.evid()}, {"upnp", e.UPnP.evid()},
 		{"label", u.Label}, {"group", u.Group}, {"type", u.Type}, {"notes", u.Notes},
 		{"ignored", u.Ignored}, {"watched", u.Watched},
 	}

@@ -72,20 +72,22 @@ func fuzzDevice(s1, s2 string, sec, nsec int64, port uint16, mask uint32) *devic
 		d.Attached = &attachRec{}
 	}
 	if bit(17) {
-		d.Evidence.Name = evid{Source: s1, Time: at}
+		d.Evidence.Name = srcEvidOf(s1, at)
 		d.Evidence.edits().Watched = evid{Source: s2, Actor: s1, Time: at}
 	}
 	if bit(19) {
 		e, u := &d.Evidence, d.Evidence.edits()
-		for k, ev := range []*evid{&e.Name, &e.MAC, &e.Addresses, &e.LastSeen, &e.Presence, &e.Ports, &e.Services, &e.UPnP,
-			&u.Label, &u.Group, &u.Type, &u.Notes, &u.Ignored, &u.Watched} {
-			*ev = evid{Source: fmt.Sprint(s1, k), Time: at.Add(time.Duration(k))}
+		for k, ev := range []*srcEvid{&e.Name, &e.MAC, &e.Addresses, &e.LastSeen, &e.Presence, &e.Ports, &e.Services, &e.UPnP} {
+			*ev = srcEvidOf(fmt.Sprint(s1, k), at.Add(time.Duration(k)))
+		}
+		for k, ev := range []*evid{&u.Label, &u.Group, &u.Type, &u.Notes, &u.Ignored, &u.Watched} {
+			*ev = evid{Source: fmt.Sprint(s1, k+8), Time: at.Add(time.Duration(k + 8))}
 		}
 	}
 	if bit(18) {
-		d.Evidence.MAC = evid{Time: at}
+		d.Evidence.MAC = srcEvidOf("", at)
 		d.Evidence.edits().Label = evid{Actor: s1}
-		d.Evidence.UPnP = evid{Time: time.Time{}.Local()}
+		d.Evidence.UPnP = srcEvidOf("", time.Time{}.Local())
 	}
 	return d
 }

@@ -343,13 +343,13 @@ func (i *Inventory) unionOf(root *device, members []*device) *device {
 				u.SeenBy.set(e.Src, e.Val)
 			}
 		}
-		for _, f := range [...]struct{ u, d *evid }{
+		for _, f := range [...]struct{ u, d *srcEvid }{
 			{&u.Evidence.Name, &d.Evidence.Name}, {&u.Evidence.MAC, &d.Evidence.MAC},
 			{&u.Evidence.Addresses, &d.Evidence.Addresses}, {&u.Evidence.LastSeen, &d.Evidence.LastSeen},
 			{&u.Evidence.Presence, &d.Evidence.Presence}, {&u.Evidence.Ports, &d.Evidence.Ports},
 			{&u.Evidence.Services, &d.Evidence.Services}, {&u.Evidence.UPnP, &d.Evidence.UPnP},
 		} {
-			if f.d.Time.After(f.u.Time) {
+			if f.d.after(*f.u) {
 				*f.u = *f.d
 			}
 		}

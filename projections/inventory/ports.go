@@ -197,7 +197,7 @@ func (i *Inventory) applyPortScan(em *emitter, pp *portPrep) error {
 			}
 			d.Ports = kept
 		}
-		d.Evidence.Ports = evid{Source: ev.Source, Time: fin}
+		d.Evidence.Ports = srcEvidOf(ev.Source, fin)
 		if len(t.open) > 0 {
 			if err := i.portSighting(em, d, t.ips, fin); err != nil {
 				return err
@@ -217,7 +217,7 @@ func (i *Inventory) portSighting(em *emitter, d *device, ips []string, at time.T
 	}
 	if at.After(d.LastSeen) {
 		d.LastSeen = at
-		d.Evidence.LastSeen = evid{Source: em.ev.Source, Time: at}
+		d.Evidence.LastSeen = srcEvidOf(em.ev.Source, at)
 	}
 	d.addSource(em.ev.Source)
 	if d.current != d.currentAddrIP() {

@@ -206,7 +206,7 @@ func (i *Inventory) evaluate(em *emitter, at time.Time, evidenceChanged bool) er
 		d.Overdue = false
 		d.coverage = nil
 		delete(i.overdue, d.ID)
-		d.Evidence.Presence = evid{Source: em.ev.Source, Time: at}
+		d.Evidence.Presence = srcEvidOf(em.ev.Source, at)
 		i.markDirty(d)
 		kind, verb := projections.ChangeOffline, "went offline"
 		if state == presenceQuiet {

@@ -246,7 +246,7 @@ func (i *Inventory) applyReadHost(em *emitter, hs *hostSet, h *events.ReadHost, 
 	}
 	t := &sweepTouch{d: d, isNew: isNew, derived: isNew || gained}
 	if d.MAC == h.MAC {
-		d.Evidence.MAC = evid{Source: src, Time: at}
+		d.Evidence.MAC = srcEvidOf(src, at)
 	}
 	for _, s := range h.IPs {
 		ip, err := netip.ParseAddr(s)
@@ -265,7 +265,7 @@ func (i *Inventory) applyReadHost(em *emitter, hs *hostSet, h *events.ReadHost, 
 			d.Addrs = append(d.Addrs, &addrRec{IP: s, Network: i.networkOf(ip), FirstSeen: at, LastSeen: at, ip: ip})
 			i.holdIP(s, d)
 			t.derived = true
-			d.Evidence.Addresses = evid{Source: src, Time: at}
+			d.Evidence.Addresses = srcEvidOf(src, at)
 			if !isNew {
 				if err := em.emit(projections.ChangeAddressAdded, d.ID,
 					fmt.Sprintf("%s holds new address %s (%s)", d.display(), s, src), nil); err != nil {
@@ -282,7 +282,7 @@ func (i *Inventory) applyReadHost(em *emitter, hs *hostSet, h *events.ReadHost, 
 			if at.After(d.LastSeen) {
 				d.LastSeen = at
 			}
-			d.Evidence.LastSeen = evid{Source: src, Time: at}
+			d.Evidence.LastSeen = srcEvidOf(src, at)
 		}
 		d.SeenBy.set(src, at)
 	}
@@ -300,13 +300,13 @@ func (i *Inventory) applyReadHost(em *emitter, hs *hostSet, h *events.ReadHost, 
 	}
 	nb, nbSrc := d.bestName()
 	if n, ok := d.Names.get(nbSrc); ok && n.LastConfirmed.Equal(at) {
-		d.Evidence.Name = evid{Source: src, Time: at}
+		d.Evidence.Name = srcEvidOf(src, at)
 	}
 	if nb != d.BestName && !isNew {
 		old := d.BestName
 		d.BestName = nb
 		t.derived = true
-		d.Evidence.Name = evid{Source: src, Time: at}
+		d.Evidence.Name = srcEvidOf(src, at)
 		summary := fmt.Sprintf("%s is now named %s", d.display(), nb)
 		if old != "" {
 			summary = fmt.Sprintf("%s is now named %s", old, nb)
@@ -321,7 +321,7 @@ func (i *Inventory) applyReadHost(em *emitter, hs *hostSet, h *events.ReadHost, 
 	switch {
 	case isNew:
 		d.BestName = d.computeBestName()
-		d.Evidence.Presence = evid{Source: src, Time: at}
+		d.Evidence.Presence = srcEvidOf(src, at)
 		how := "seen by"
 		if h.Seen {
 			d.Presence = presenceOnline

@@ -131,8 +131,8 @@ func (in *interner) device(d *device) {
 		}
 	}
 	e := &d.Evidence
-	for _, ev := range [...]*evid{&e.Name, &e.MAC, &e.Addresses, &e.LastSeen, &e.Presence, &e.Ports, &e.Services, &e.UPnP} {
-		in.str(&ev.Source)
+	for _, ev := range [...]*srcEvid{&e.Name, &e.MAC, &e.Addresses, &e.LastSeen, &e.Presence, &e.Ports, &e.Services, &e.UPnP} {
+		in.str(&ev.src)
 	}
 	if u := e.user; u != nil {
 		for _, ev := range [...]*evid{&u.Label, &u.Group, &u.Type, &u.Notes, &u.Ignored, &u.Watched} {

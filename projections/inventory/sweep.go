@@ -246,7 +246,7 @@ func (i *Inventory) applySweep(em *emitter, sp *sweepPrep) error {
 			t.derived = true
 		}
 		if mac != "" && d.MAC == mac {
-			d.Evidence.MAC = evid{Source: ev.Source, Time: fin}
+			d.Evidence.MAC = srcEvidOf(ev.Source, fin)
 		}
 		if err := i.sighting(em, t, ip, ipStr, hp.network, fin); err != nil {
 			return err
@@ -257,7 +257,7 @@ func (i *Inventory) applySweep(em *emitter, sp *sweepPrep) error {
 		if t.isNew && t.d.Presence == "" {
 			d.BestName = d.computeBestName()
 			d.Presence = presenceOnline
-			d.Evidence.Presence = evid{Source: ev.Source, Time: fin}
+			d.Evidence.Presence = srcEvidOf(ev.Source, fin)
 			i.heap.push(d)
 			summary := fmt.Sprintf("%s was discovered by %s", ipStr, ev.Source)
 			if n := d.display(); n != ipStr {
@@ -283,7 +283,7 @@ func (i *Inventory) applySweep(em *emitter, sp *sweepPrep) error {
 				a.RetiredAt = &rt
 				i.releaseIP(a.IP, d)
 				t.derived = true
-				d.Evidence.Addresses = evid{Source: ev.Source, Time: fin}
+				d.Evidence.Addresses = srcEvidOf(ev.Source, fin)
 				if err := em.emit(projections.ChangeAddressRetired, d.ID,
 					fmt.Sprintf("%s no longer uses address %s (last seen %s)", d.display(), a.IP, summaryTime(a.LastSeen)), nil); err != nil {
 					return err
@@ -292,13 +292,13 @@ func (i *Inventory) applySweep(em *emitter, sp *sweepPrep) error {
 		}
 		nb, nbSrc := d.bestName()
 		if n, ok := d.Names.get(nbSrc); ok && n.LastConfirmed.Equal(fin) {
-			d.Evidence.Name = evid{Source: ev.Source, Time: fin} // confirmed now
+			d.Evidence.Name = srcEvidOf(ev.Source, fin) // confirmed now
 		}
 		if nb != d.BestName {
 			old := d.BestName
 			d.BestName = nb
 			t.derived = true
-			d.Evidence.Name = evid{Source: ev.Source, Time: fin}
+			d.Evidence.Name = srcEvidOf(ev.Source, fin)
 			var summary string
 			switch {
 			case old == "":
@@ -357,7 +357,7 @@ func (i *Inventory) identify(em *emitter, ip, mac string, at time.Time) (d *devi
 			d.Key = macKey(mac)
 			d.MAC = mac
 			i.byKey[d.Key] = d
-			d.Evidence.MAC = evid{Source: em.ev.Source, Time: at}
+			d.Evidence.MAC = srcEvidOf(em.ev.Source, at)
 			i.markDirty(d)
 			err := em.emit(projections.ChangeMACChanged, d.ID,
 				fmt.Sprintf("%s now has MAC %s", d.display(), mac), &projections.OldNew{Old: nil, New: mac})
@@ -400,7 +400,7 @@ func (i *Inventory) sighting(em *emitter, t *sweepTouch, ip netip.Addr, ipStr, n
 		a = &addrRec{IP: ipStr, Network: network, FirstSeen: at, LastSeen: at, ip: ip}
 		d.Addrs = append(d.Addrs, a)
 		t.derived = true
-		d.Evidence.Addresses = evid{Source: src, Time: at}
+		d.Evidence.Addresses = srcEvidOf(src, at)
 		if !t.isNew {
 			where := ipStr
 			if network != "" {
@@ -414,7 +414,7 @@ func (i *Inventory) sighting(em *emitter, t *sweepTouch, ip netip.Addr, ipStr, n
 	case a.RetiredAt != nil:
 		a.RetiredAt = nil
 		t.derived = true
-		d.Evidence.Addresses = evid{Source: src, Time: at}
+		d.Evidence.Addresses = srcEvidOf(src, at)
 		if err := em.emit(projections.ChangeAddressAdded, d.ID,
 			fmt.Sprintf("%s answered again at address %s", d.display(), ipStr), nil); err != nil {
 			return err
@@ -433,7 +433,7 @@ func (i *Inventory) sighting(em *emitter, t *sweepTouch, ip netip.Addr, ipStr, n
 	if at.After(d.LastSeen) {
 		d.LastSeen = at
 	}
-	d.Evidence.LastSeen = evid{Source: src, Time: at}
+	d.Evidence.LastSeen = srcEvidOf(src, at)
 	if at.After(d.SeenBy.value(src)) {
 		d.SeenBy.set(src, at)
 	}
@@ -462,7 +462,7 @@ func (i *Inventory) observe(d *device, h *events.SweepHost, names *hostNames, sr
 		if d.UPnP == nil || *d.UPnP != *u {
 			d.UPnP = u
 		}
-		d.Evidence.UPnP = evid{Source: src, Time: at}
+		d.Evidence.UPnP = srcEvidOf(src, at)
 	}
 	if len(h.Services) > 0 {
 		svcs := make([]projections.Service, 0, len(h.Services))
@@ -480,7 +480,7 @@ func (i *Inventory) observe(d *device, h *events.SweepHost, names *hostNames, sr
 		})
 		svcs = slices.Compact(svcs)
 		d.Services = svcs
-		d.Evidence.Services = evid{Source: src, Time: at}
+		d.Evidence.Services = srcEvidOf(src, at)
 	}
 	d.addSource(src)
 	return changed
@@ -497,7 +497,7 @@ func (i *Inventory) markSeen(em *emitter, d *device, at time.Time) error {
 		d.coverage = nil
 		delete(i.overdue, d.ID)
 		i.heapUpdate(d)
-		d.Evidence.Presence = evid{Source: em.ev.Source, Time: at}
+		d.Evidence.Presence = srcEvidOf(em.ev.Source, at)
 		return em.emitPresence(i.groupOnlineBesides(d), projections.ChangeOnline, d.ID, fmt.Sprintf("%s is back online", d.display()),
 			&projections.OldNew{Old: old, New: presenceOnline})
 	case d.Overdue:
