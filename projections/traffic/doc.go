@@ -47,7 +47,7 @@
 //
 // A window of more than about 10,000 rows is written in parts
 // (runner.Chunker): [Projection.ApplyChunks] writes its sides in
-// transactions of about 32,768 each, a local address's group never
+// transactions of about 16,384 each, a local address's group never
 // split, storing in each how far it got (key "\x00progress" of
 // traffic.sources) so that a crash resumes there; Apply then finds the
 // rows written, keeps the listener's state and drops the progress. The

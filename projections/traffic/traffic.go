@@ -332,7 +332,7 @@ type side struct {
 // then holds a few MB, whatever the window's size). Variables for tests.
 var (
 	chunkBytes = 256 << 10
-	chunkSides = 32768
+	chunkSides = 16384
 )
 
 // progressKey is where, in BucketSources, a window being written in parts
