@@ -1,51 +1,16 @@
 package store_test
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/jocasta/jocasta/store"
+	"github.com/jocasta/jocasta/store/storetest"
 )
-
-// mappedRss is the resident size, in bytes, of this process's mappings
-// of the file at path (from /proc/self/smaps).
-func mappedRss(t *testing.T, path string) int64 {
-	t.Helper()
-	f, err := os.Open("/proc/self/smaps")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var rss int64
-	in := false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if fields := strings.Fields(line); len(fields) >= 5 && strings.Contains(fields[0], "-") && !strings.HasSuffix(fields[0], ":") {
-			in = len(fields) >= 6 && fields[5] == path
-			continue
-		}
-		if in && strings.HasPrefix(line, "Rss:") {
-			kb, err := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rss += kb << 10
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return rss
-}
 
 // TestReleaseMapped reads a 16 MB database through bbolt's mapping, then
 // releases it: the process's resident pages of the file drop, and every
@@ -69,7 +34,7 @@ func TestReleaseMapped(t *testing.T) {
 		}
 	}
 	readAll()
-	before := mappedRss(t, path)
+	before := storetest.MappedRss(t, path)
 	if before < n*size/2 {
 		t.Fatalf("only %d bytes of the file resident after reading %d bytes: the test does not see the mapping", before, n*size)
 	}
@@ -80,11 +45,11 @@ func TestReleaseMapped(t *testing.T) {
 	if covered < n*size {
 		t.Fatalf("ReleaseMapped covered %d bytes, want at least the %d written", covered, n*size)
 	}
-	if after := mappedRss(t, path); after > before/8 {
+	if after := storetest.MappedRss(t, path); after > before/8 {
 		t.Fatalf("resident pages of the file: %d bytes before, %d after the release", before, after)
 	}
 	readAll()
-	if again := mappedRss(t, path); again < n*size/2 {
+	if again := storetest.MappedRss(t, path); again < n*size/2 {
 		t.Fatalf("reading again mapped only %d bytes back", again)
 	}
 }
@@ -117,7 +82,7 @@ func TestReleaseMappedTx(t *testing.T) {
 		if i != n {
 			return fmt.Errorf("walked %d values of %d", i, n)
 		}
-		resident = mappedRss(t, path)
+		resident = storetest.MappedRss(t, path)
 		return nil
 	})
 	if err != nil {

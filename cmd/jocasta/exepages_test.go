@@ -4,9 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/jocasta/jocasta/store/storetest"
 )
 
 // TestParseExecutablePages reads a recorded smaps (sed's, a dynamically
@@ -65,14 +66,18 @@ func TestExecutablePagesRelease(t *testing.T) {
 	if len(pages) < 2 {
 		t.Fatalf("found %d of the executable's mappings, want its code and its read-only data: %x", len(pages), pages)
 	}
-	before := residentIn(t, pages)
+	exe, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := storetest.MappedRss(t, exe)
 	if before < 1<<20 {
 		t.Fatalf("only %d bytes of the executable resident before the release: the test does not see its pages", before)
 	}
 	if err := pages.release(); err != nil {
 		t.Fatal(err)
 	}
-	after := residentIn(t, pages)
+	after := storetest.MappedRss(t, exe)
 	if after > before/2 {
 		t.Fatalf("resident bytes of the executable: %d before, %d after the release", before, after)
 	}
@@ -82,38 +87,6 @@ func TestExecutablePagesRelease(t *testing.T) {
 	if _, err := parseExecutablePages(strings.NewReader("zz-10 r-xp 0 fe:00 1 x\n"), "x"); err == nil {
 		t.Fatal("the parser misread after the release")
 	}
-}
-
-// residentIn is how many bytes of the ranges are resident (the Rss of
-// their mappings in /proc/self/smaps).
-func residentIn(t *testing.T, pages executablePages) int64 {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/smaps")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var total int64
-	in := false
-	for line := range strings.Lines(string(b)) {
-		f := strings.Fields(line)
-		if len(f) == 0 {
-			continue
-		}
-		if !strings.HasSuffix(f[0], ":") {
-			lo, _, _ := strings.Cut(f[0], "-")
-			start, err := strconv.ParseUint(lo, 16, 64)
-			in = err == nil && slices.ContainsFunc(pages, func(r pageRange) bool { return r.start == uintptr(start) })
-			continue
-		}
-		if in && f[0] == "Rss:" && len(f) >= 2 {
-			kb, err := strconv.ParseInt(f[1], 10, 64)
-			if err != nil {
-				t.Fatalf("smaps: %q", line)
-			}
-			total += kb << 10
-		}
-	}
-	return total
 }
 
 // TestTraced: a status naming a tracer (a debugger's breakpoints are
