@@ -25,8 +25,8 @@ const releaseEvery = 5 * time.Second
 // releaseMapped returns the heap the load freed to the kernel and
 // releases the mapped pages once loaded returns (the projections' load
 // and catch-up read the whole file and run most of the code once), then
-// every interval until ctx ends. A failure is
-// logged once, not fatal: the pages are the kernel's to reclaim anyway.
+// every interval until ctx ends. A failure is logged once, not fatal:
+// the pages are the kernel's to reclaim anyway.
 func releaseMapped(ctx context.Context, st *store.Store, loaded func(context.Context) error, interval time.Duration, log zerolog.Logger) error {
 	if loaded(ctx) != nil {
 		return nil // ctx ended
