@@ -238,7 +238,6 @@ fi
 GODEBUG=gctrace=1 start_serve "$work/rss.log"
 in_cgroup=
 echo "serve VmHWM at start: $(hwm "$pid") kB"
-grep -o '"message":"collector target set[^"]*"[^}]*' "$work/rss.log" || true
 # The highest RSS, anonymous and file-mapped RSS, sampled every second
 # from the start of the load (VmHWM also counts the start).
 ( a=0 f=0 r=0; while kill -0 "$pid" 2>/dev/null; do
