@@ -112,7 +112,7 @@ func launchDaemon(t *testing.T, cfgPath string) *daemon {
 			*h = *testHooks
 		}
 		h.addr, h.listening = "127.0.0.1:0", func(a net.Addr) { addrc <- a }
-		done <- serve(ctx, cfg, zerolog.New(logs), h)
+		done <- serve(ctx, cfg, zerolog.New(logs), nil, h)
 	}()
 	var addr net.Addr
 	select {

@@ -327,7 +327,7 @@ func TestSecondServeRefusedClearly(t *testing.T) {
 			}
 			tt.hold(t, cfgPath, c)
 			start := time.Now()
-			err = serve(context.Background(), c, zerolog.Nop(), &serveHooks{addr: "127.0.0.1:0"})
+			err = serve(context.Background(), c, zerolog.Nop(), nil, &serveHooks{addr: "127.0.0.1:0"})
 			took := time.Since(start)
 			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("second serve: %v; want one line containing %q", err, tt.want)

@@ -61,12 +61,17 @@ func cmdServe(e *env, args []string) error {
 	}
 	log.Info().Str("version", version).Str("config", path).Str("db", cfg.DBFile()).Msg("jocasta starting")
 
+	// budget keeps the soft memory limit near what serve holds once
+	// loaded (heapBudget), under a cgroup's limit when there is one.
+	var budget *heapBudget
 	if set, limit, cgroup := tuneServeGC("/proc/meminfo", "/proc/self/cgroup", "/sys/fs/cgroup"); set && limit > 0 {
-		log.Info().Int("gogc", serveGCPercent).Int64("memory_limit_mib", limit>>20).Int64("cgroup_limit_mib", cgroup>>20).Msg("collector target and soft memory limit set from the cgroup's memory limit (GOGC and GOMEMLIMIT are unset)")
+		log.Info().Int("gogc", serveGCPercent).Int64("memory_limit_mib", limit>>20).Int64("cgroup_limit_mib", cgroup>>20).Msg("collector target and soft memory limit set from the cgroup's memory limit (GOGC and GOMEMLIMIT are unset); once loaded, the limit follows the live heap below it")
+		budget = newHeapBudget(limit)
 	} else if set {
-		log.Info().Int("gogc", serveGCPercent).Msg("collector target set (GOGC and GOMEMLIMIT are unset)")
+		log.Info().Int("gogc", serveGCPercent).Msg("collector target set (GOGC and GOMEMLIMIT are unset); once loaded, a soft memory limit follows the live heap")
+		budget = newHeapBudget(0)
 	}
-	return serve(e.ctx, cfg, log, nil)
+	return serve(e.ctx, cfg, log, budget, nil)
 }
 
 // serveGCPercent is the collector's target serve runs with: the heap may
@@ -148,7 +153,9 @@ func recordRules(ctx context.Context, st *store.Store, run *runner.Runner, inv *
 }
 
 // serve runs the service until ctx is done, then stops within stopBudget.
-func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *serveHooks) error {
+// budget, when not nil, keeps the collector's soft memory limit once the
+// projections are loaded.
+func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, budget *heapBudget, hooks *serveHooks) error {
 	st, err := openServeStore(cfg)
 	if err != nil {
 		return err
@@ -249,6 +256,9 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, hooks *s
 	g.Go(func() error { return watchStore(gctx, st) })
 	loaded := func(ctx context.Context) error { return run.WaitFor(ctx, st.Head()) }
 	g.Go(func() error { return releaseMapped(gctx, st, loaded, releaseEvery, log) })
+	if budget != nil {
+		g.Go(func() error { return budget.keep(gctx, loaded, time.Second, log) })
+	}
 	verifyFirst := time.Minute
 	if hooks != nil && hooks.verifyFirst > 0 {
 		verifyFirst = hooks.verifyFirst

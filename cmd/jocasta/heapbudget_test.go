@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"runtime"
+	"runtime/debug"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// TestHeapBudgetObserve: the limit is the lowest live heap of the window
+// plus the room (or half the floor, when more), under the ceiling; a
+// floor older than the window gives way to the lowest seen after it, and
+// a move of less than budgetStep is not set.
+func TestHeapBudgetObserve(t *testing.T) {
+	const mib = 1 << 20
+	t0 := time.Date(2026, 11, 28, 21, 0, 0, 0, time.UTC)
+	type obs struct {
+		after time.Duration // since t0
+		live  int64         // MiB
+		limit int64         // MiB, want
+		moved bool
+	}
+	tests := []struct {
+		name    string
+		ceiling int64 // MiB
+		obs     []obs
+	}{
+		{"first sets floor plus room", 0, []obs{{0, 20, 40, true}}},
+		{"half the floor when more than the room", 0, []obs{{0, 100, 150, true}}},
+		{"under the ceiling", 44, []obs{{0, 30, 44, true}, {time.Second, 10, 30, true}}},
+		{"a higher live heap keeps the floor", 0, []obs{{0, 20, 40, true}, {time.Second, 35, 40, false}, {2 * time.Second, 31, 40, false}}},
+		{"a lower one lowers it", 0, []obs{{0, 30, 50, true}, {time.Second, 19, 39, true}}},
+		{"the floor ages out to the lowest seen after it", 0, []obs{
+			{0, 20, 40, true},
+			{time.Minute, 35, 40, false},
+			{2 * time.Minute, 28, 40, false},
+			{budgetWindow + time.Second, 33, 48, true}, // 20 gone: 28 is the lowest left
+			{budgetWindow + 2*time.Minute + time.Second, 40, 53, true},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newHeapBudget(tc.ceiling * mib)
+			for k, o := range tc.obs {
+				limit, moved := b.observe(t0.Add(o.after), o.live*mib)
+				if limit != o.limit*mib || moved != o.moved {
+					t.Fatalf("observation %d (%d MiB live): limit %d MiB, moved %v; want %d MiB, %v", k, o.live, limit/mib, moved, o.limit, o.moved)
+				}
+			}
+		})
+	}
+
+	b := newHeapBudget(0)
+	b.observe(t0, 30*mib)
+	if limit, moved := b.observe(t0.Add(time.Second), 30*mib-budgetStep/2); moved || limit != 50*mib {
+		t.Errorf("half a step lower: limit %d, moved %v", limit, moved)
+	}
+	if limit, moved := b.observe(t0.Add(2*time.Second), 29*mib); !moved || limit != 49*mib {
+		t.Errorf("a step lower: limit %d, moved %v", limit, moved)
+	}
+}
+
+// TestHeapBudgetKeep: once loaded, the runtime's soft memory limit is
+// set from the live heap of the collections that follow, and keep
+// returns when ctx ends.
+func TestHeapBudgetKeep(t *testing.T) {
+	untunedGC(t)
+	untunedLimit := debug.SetMemoryLimit(-1)
+	ctx, cancel := context.WithCancel(context.Background())
+	loadedCh := make(chan struct{})
+	loaded := func(ctx context.Context) error {
+		select {
+		case <-loadedCh:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	b := newHeapBudget(0)
+	done := make(chan error, 1)
+	go func() { done <- b.keep(ctx, loaded, 10*time.Millisecond, zerolog.Nop()) }()
+
+	runtime.GC()
+	time.Sleep(50 * time.Millisecond)
+	if got := debug.SetMemoryLimit(-1); got != untunedLimit {
+		t.Fatalf("limit %d before the load was done", got)
+	}
+	close(loadedCh)
+	deadline := time.Now().Add(10 * time.Second)
+	for debug.SetMemoryLimit(-1) == untunedLimit && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(20 * time.Millisecond)
+	}
+	got := debug.SetMemoryLimit(-1)
+	if got == untunedLimit || got < budgetRoom || got != b.limit {
+		t.Fatalf("limit %d after collections, budget's %d", got, b.limit)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("keep did not return when ctx ended")
+	}
+}
