@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -255,6 +256,7 @@ func (d *countingDB) Update(fn func(*bolt.Tx) error) error {
 func TestWindowInPartsReleasesPages(t *testing.T) {
 	evs := chunkWindows(true)
 	setChunks(t, 0, 500)
+	setReleaseSeeks(t, math.MaxInt) // only the parts' own releases
 	p, bdb := chunkDB(t)
 	db := &countingDB{DB: bdb}
 	var releases []int // parts committed before each release
@@ -277,6 +279,67 @@ func TestWindowInPartsReleasesPages(t *testing.T) {
 	}
 	if !slices.Equal(releases, want) {
 		t.Fatalf("released in parts %v, want in each of %d", releases, db.commits)
+	}
+}
+
+func setReleaseSeeks(t *testing.T, n int) {
+	old := releaseSeeks
+	releaseSeeks = n
+	t.Cleanup(func() { releaseSeeks = old })
+}
+
+// A window whose addresses have rows in earlier minutes of the hour
+// releases the mapped pages every releaseSeeks seeks into them, inside
+// the transaction it is written in, whole (one transaction) or in parts:
+// a single part may read most of the hour.
+func TestWindowReleasesPagesBetweenSeeks(t *testing.T) {
+	tests := []struct {
+		parts    bool
+		seeks    int
+		min, max int // releases
+	}{
+		{false, math.MaxInt, 0, 0},
+		{true, math.MaxInt, 1, 1}, // the part's own, at its end
+		// About 170 groups (the 40 local addresses and the peers, by
+		// their local end), two seeks each (the first window's minute
+		// and this one's): about 34 releases.
+		{false, 10, 30, 40},
+		{true, 10, 31, 41},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("parts=%v,seeks=%d", tc.parts, tc.seeks), func(t *testing.T) {
+			evs := chunkWindows(true)
+			if tc.parts {
+				setChunks(t, 0, 1<<30) // one part: every side of the window
+			}
+			setReleaseSeeks(t, tc.seeks)
+			p, bdb := chunkDB(t)
+			if err := bdb.Update(func(tx *bolt.Tx) error { return p.Apply(tx, evs[0]) }); err != nil {
+				t.Fatal(err)
+			}
+			releases, outside := 0, 0
+			var first *bolt.Tx
+			p.opts.ReleaseMapped = func(tx *bolt.Tx) error {
+				if first == nil {
+					first = tx
+				}
+				if !tx.Writable() || tx != first {
+					outside++
+				}
+				releases++
+				return errors.New("ignored: memory only")
+			}
+			if tc.parts {
+				if err := p.ApplyChunks(context.Background(), bdb, evs[1]); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := bdb.Update(func(tx *bolt.Tx) error { return p.Apply(tx, evs[1]) }); err != nil {
+				t.Fatal(err)
+			}
+			if outside != 0 || releases < tc.min || releases > tc.max {
+				t.Fatalf("%d releases (%d outside the window's one transaction), want %d to %d", releases, outside, tc.min, tc.max)
+			}
+		})
 	}
 }
 

@@ -129,6 +129,15 @@ type Options struct {
 	ReleaseMapped func(*bolt.Tx) error
 }
 
+// releaseSeeks is how many seeks into earlier minutes a window's writer
+// makes between two releases of the mapped pages (Options.ReleaseMapped)
+// within a part. Each seek reads a leaf page of the hour and the kernel
+// maps 64 KiB around it: a small window late in the hour is one part
+// whose addresses have rows in every earlier minute, and its seeks
+// mapped 45 MB of the database at once in the memory run (its fourth
+// window, three minutes into the hour), more than the part's own rows.
+var releaseSeeks = 256
+
 // releaseRows is how many rows Overview reads between two releases of
 // the mapped pages: about 6 MB of pages. A variable for tests.
 var releaseRows = 65536
@@ -707,6 +716,8 @@ type writer struct {
 	cur *bolt.Cursor
 	// minutes of the hour that hold rows, the window's own among them.
 	minutes []byte
+	// seeks since the mapped pages were last released (releaseSeeks).
+	seeks int
 
 	// scratch, reused from group to group
 	kept  [][16]byte
@@ -785,6 +796,10 @@ func (w *writer) group(g []side) error {
 	var prefix [offKind]byte
 	copy(prefix[:], g[0].key[:offKind])
 	w.exist, w.kept = w.exist[:0], w.kept[:0]
+	if w.seeks += len(w.minutes); w.seeks >= releaseSeeks {
+		w.seeks = 0
+		w.p.releaseMapped(w.bk.Tx())
+	}
 	for _, m := range w.minutes {
 		prefix[offMinute] = m
 		for k, v := w.cur.Seek(prefix[:]); k != nil && bytes.HasPrefix(k, prefix[:]); k, v = w.cur.Next() {
