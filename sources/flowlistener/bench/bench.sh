@@ -238,6 +238,15 @@ fi
 GODEBUG=gctrace=1 start_serve "$work/rss.log"
 in_cgroup=
 echo "serve VmHWM at start: $(hwm "$pid") kB"
+# The kernel's high-water mark is reset once serve has settled after its
+# load (clear_refs 5; it releases the load's pages within 5 s of being
+# ready), so that the VmHWM read after the flows is the highest RSS they
+# caused, to the page, where the sampler below sees only once a second
+# (a window's peak lasts less than that).
+sleep 10
+echo "serve RSS 10 s after ready: $(awk '/VmRSS/ {print $2}' "/proc/$pid/status") kB"
+hwm_reset=no
+echo 5 > "/proc/$pid/clear_refs" 2>/dev/null && hwm_reset=yes
 # The highest RSS, anonymous and file-mapped RSS, sampled every second
 # from the start of the load (VmHWM also counts the start).
 ( a=0 f=0 r=0; while kill -0 "$pid" 2>/dev/null; do
@@ -256,6 +265,11 @@ stopped=$(date +%s)
 sleep 70
 read -r load_anon load_file load_rss < "$work/rss-peaks" || true
 echo "highest sampled while the flows came and until their last window was recorded (70 s after): RSS ${load_rss:-?} kB; anonymous ${load_anon:-?} kB, files ${load_file:-?} kB (each its own highest)"
+if [ "$hwm_reset" = yes ]; then
+  echo "highest RSS while the flows came and until their last window was recorded (VmHWM since serve was ready): $(hwm "$pid") kB"
+else
+  echo "VmHWM could not be reset (/proc/$pid/clear_refs): the highest RSS is the sampled one above"
+fi
 live=$(awk -v from="$gc_from" '/^gc / && ++n > from { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+->[0-9]+->[0-9]+$/) { split($i, v, "->"); if (v[3] + 0 > m) m = v[3] + 0 } } END { print m + 0 }' "$work/rss.log")
 [ -n "${KEEP_LOG:-}" ] && cp "$work/rss.log" "$KEEP_LOG"
 echo "highest live heap after a collection while the flows came and until their last window was recorded: $live MB (gctrace)"
