@@ -61,8 +61,9 @@ func unpackAddr(b [16]byte, fam uint8) netip.Addr {
 type key4 struct {
 	src, dst [4]byte
 	proto    uint8
-	pad      uint8
-	port     uint16
+	//lint:ignore U1000 never set: it is there to be zero (see above)
+	pad  uint8
+	port uint16
 }
 
 // order is the key as two integers that sort as compareKeys sorts it.
