@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -119,4 +120,33 @@ func filledStore(t *testing.T, n int, val func(int) []byte) (*store.Store, strin
 		t.Fatal(err)
 	}
 	return s, path
+}
+
+// TestNoRemapAsTheFileGrows: on 64-bit systems the file is mapped 1 GiB
+// at open, so writes that grow it far past bbolt's first mappings (which
+// double from 32 KiB) leave the mapping where it was: a remap inside a
+// write copies the transaction's keys and values onto the heap first.
+func TestNoRemapAsTheFileGrows(t *testing.T) {
+	if strconv.IntSize != 64 {
+		t.Skip("32-bit: bbolt's own doubling of the mapping")
+	}
+	s, _ := filledStore(t, 1, func(int) []byte { return []byte("x") })
+	at := s.DB().Info().Data
+	val := bytes.Repeat([]byte{7}, 4000)
+	for round := range 8 { // 8 transactions of 2 MB
+		if err := s.Update(func(tx *bolt.Tx) error {
+			b := tx.Bucket([]byte("side"))
+			for i := range 500 {
+				if err := b.Put([]byte(fmt.Sprintf("%02d%06d", round, i)), val); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if now := s.DB().Info().Data; now != at {
+		t.Fatalf("the mapping moved from %#x to %#x as the file grew to 16 MB: remapped", at, now)
+	}
 }
