@@ -21,8 +21,8 @@ import (
 // transient window in flight: at 10,000 devices × 1,000 peers an hour
 // the live heap moves between 19 and 44 MB, and with GOGC=75 alone
 // serve's RSS reached 115 MB (VmHWM) and stayed at 75–107 MB. With this
-// budget (a floor of 20 MB: a 40 MiB limit) it reached 75–78 MB, for
-// less than a second at a window, and stays at 50–57 MB, every flow
+// budget (a floor of 20 MB: a 40 MiB limit) it reached 70–78 MB, for
+// less than a second at a window, and stays at 50–58 MB, every flow
 // recorded; the collector runs 280–300 times in 4 minutes instead of 41,
 // mostly back to back for the second a window's application takes (its
 // CPU limiter keeps it to half the CPU), and the window takes about 1.2 s
