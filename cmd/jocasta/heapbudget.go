@@ -11,29 +11,31 @@ import (
 
 // heapBudget is serve's soft memory limit, kept where what serve holds
 // says it should be: the lowest live heap of the collections of the last
-// budgetWindow (what serve keeps whatever it is doing: the device table,
-// the other views' state) plus room for the work that comes and goes (a
-// flow listener's 60 s window and its application to the traffic view,
-// the API's requests), budgetRoom or half that floor, whichever is more.
+// budgetWindow (the floor: what serve keeps whatever it is doing, the
+// device table and the other views' state) plus the growth GOGC allows
+// over that floor and budgetOverhead for the runtime's own memory, or
+// budgetRoom over the floor when that is more.
 //
 // GOGC alone scales the heap's growth with everything live at the last
-// collection, the long-lived device table included, and with a
-// transient window in flight: at 10,000 devices × 1,000 peers an hour
-// the live heap moves between 19 and 44 MB, and with GOGC=75 alone
-// serve's RSS reached 115 MB (VmHWM) and stayed at 75–107 MB. With this
-// budget (a floor of 20 MB: a 40 MiB limit) it reached 70–78 MB, for
-// less than a second at a window, and stays at 50–58 MB, every flow
-// recorded; the collector runs 280–300 times in 4 minutes instead of 41,
-// mostly back to back for the second a window's application takes (its
-// CPU limiter keeps it to half the CPU), and the window takes about 1.2 s
-// to apply instead of 0.5 (docs/performance.md, "The exact peak, and a
-// heap budget"). The limit follows the floor, so a large inventory never
-// makes the collector run back to back between windows, and GOGC still
-// applies below it (the lower of the two goals wins).
+// collection, the transient included: at 10,000 devices × 1,000 peers an
+// hour the live heap moves between 19 and 44 MB (a flow window in flight
+// for a second each minute), and with GOGC=75 alone serve's RSS reached
+// 115 MB (VmHWM) and stayed at 75–107 MB. The budget computes the growth
+// from the floor instead, so the collector paces as GOGC=75 would while
+// serve holds what it keeps (the API's requests see no difference) and
+// works harder only while a window is in flight. With it the RSS peaked
+// at 69–85 MB, for less than a second at a window, every flow recorded,
+// the collector running back to back for the second a window takes to
+// apply (its CPU limiter keeps it to half the CPU; docs/performance.md,
+// "The exact peak, and a heap budget"). The limit follows the floor, so
+// a large inventory raises it with it, and GOGC still applies below it
+// (the lower of the two goals wins).
 type heapBudget struct {
-	room    int64         // the least room over the floor
-	window  time.Duration // how far back the floor is looked for
-	ceiling int64         // the highest limit (a cgroup's, serveMemoryLimit), 0 for none
+	room     int64         // the least room over the floor
+	growth   int64         // GOGC's percent of growth over the floor
+	overhead int64         // the runtime's memory beside the heap's objects
+	window   time.Duration // how far back the floor is looked for
+	ceiling  int64         // the highest limit (a cgroup's, serveMemoryLimit), 0 for none
 	// lows are the floor's candidates, oldest first, each lower than the
 	// ones before it: a live heap seen later and lower ends every higher
 	// one's chance to be the floor (a sliding window's minimum).
@@ -46,11 +48,16 @@ type liveAt struct {
 	live int64
 }
 
-// budgetRoom is the least room over the live heap's floor: a 60 s flow
-// window of 166,667 rows and its application to the traffic view hold
-// about 16 MB at once, and the runtime's own memory (span metadata, the
-// heap's free pages not yet returned) counts in the limit too.
+// budgetRoom is the least room over the live heap's floor, for a small
+// inventory: the runtime's own memory and a flow window in flight.
 const budgetRoom = 20 << 20
+
+// budgetOverhead is what the limit counts beside the heap's objects: the
+// goroutines' stacks, span metadata, the heap's free pages not yet
+// returned. With less, the limit bound below GOGC's goal under the API's
+// load (50 clients, 20,000 requests/s) and its p99 rose by a quarter to
+// two thirds (make bench-api).
+const budgetOverhead = 16 << 20
 
 // budgetWindow is how far back the floor is looked for: long enough to
 // span several flow windows and sweeps, short enough to follow an
@@ -61,7 +68,7 @@ const budgetWindow = 10 * time.Minute
 const budgetStep = 1 << 20
 
 func newHeapBudget(ceiling int64) *heapBudget {
-	return &heapBudget{room: budgetRoom, window: budgetWindow, ceiling: ceiling}
+	return &heapBudget{room: budgetRoom, growth: serveGCPercent, overhead: budgetOverhead, window: budgetWindow, ceiling: ceiling}
 }
 
 // observe records the live heap after a collection, at now, and returns
@@ -78,7 +85,7 @@ func (b *heapBudget) observe(now time.Time, live int64) (int64, bool) {
 	}
 	b.lows = b.lows[k:]
 	floor := b.lows[0].live
-	limit := floor + max(b.room, floor/2)
+	limit := floor + max(b.room, floor*b.growth/100+b.overhead)
 	if b.ceiling > 0 {
 		limit = min(limit, b.ceiling)
 	}

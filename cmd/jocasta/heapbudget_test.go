@@ -11,16 +11,17 @@ import (
 )
 
 // TestHeapBudgetObserve: the limit is the lowest live heap of the window
-// plus the room (or half the floor, when more), under the ceiling; a
-// floor older than the window gives way to the lowest seen after it, and
-// a move of less than budgetStep is not set.
+// plus GOGC's growth over it and the runtime's overhead (or the least
+// room, when more), under the ceiling; a floor older than the window
+// gives way to the lowest seen after it, and a move of less than
+// budgetStep is not set.
 func TestHeapBudgetObserve(t *testing.T) {
 	const mib = 1 << 20
 	t0 := time.Date(2026, 11, 28, 21, 0, 0, 0, time.UTC)
 	type obs struct {
 		after time.Duration // since t0
 		live  int64         // MiB
-		limit int64         // MiB, want
+		limit float64       // MiB, want
 		moved bool
 	}
 	tests := []struct {
@@ -28,17 +29,18 @@ func TestHeapBudgetObserve(t *testing.T) {
 		ceiling int64 // MiB
 		obs     []obs
 	}{
-		{"first sets floor plus room", 0, []obs{{0, 20, 40, true}}},
-		{"half the floor when more than the room", 0, []obs{{0, 100, 150, true}}},
-		{"under the ceiling", 44, []obs{{0, 30, 44, true}, {time.Second, 10, 30, true}}},
-		{"a higher live heap keeps the floor", 0, []obs{{0, 20, 40, true}, {time.Second, 35, 40, false}, {2 * time.Second, 31, 40, false}}},
-		{"a lower one lowers it", 0, []obs{{0, 30, 50, true}, {time.Second, 19, 39, true}}},
+		{"floor, growth and overhead", 0, []obs{{0, 20, 20 + 15 + 16, true}}},
+		{"the least room for a small floor", 0, []obs{{0, 4, 4 + 20, true}}},
+		{"a large floor", 0, []obs{{0, 100, 100 + 75 + 16, true}}},
+		{"under the ceiling", 44, []obs{{0, 30, 44, true}, {time.Second, 10, 10 + 7.5 + 16, true}}},
+		{"a higher live heap keeps the floor", 0, []obs{{0, 20, 51, true}, {time.Second, 35, 51, false}, {2 * time.Second, 31, 51, false}}},
+		{"a lower one lowers it", 0, []obs{{0, 30, 30 + 22.5 + 16, true}, {time.Second, 19, 19 + 14.25 + 16, true}}},
 		{"the floor ages out to the lowest seen after it", 0, []obs{
-			{0, 20, 40, true},
-			{time.Minute, 35, 40, false},
-			{2 * time.Minute, 28, 40, false},
-			{budgetWindow + time.Second, 33, 48, true}, // 20 gone: 28 is the lowest left
-			{budgetWindow + 2*time.Minute + time.Second, 40, 53, true},
+			{0, 20, 51, true},
+			{time.Minute, 35, 51, false},
+			{2 * time.Minute, 28, 51, false},
+			{budgetWindow + time.Second, 33, 28 + 21 + 16, true}, // 20 gone: 28 is the lowest left
+			{budgetWindow + 2*time.Minute + time.Second, 40, 33 + 24.75 + 16, true},
 		}},
 	}
 	for _, tc := range tests {
@@ -46,19 +48,19 @@ func TestHeapBudgetObserve(t *testing.T) {
 			b := newHeapBudget(tc.ceiling * mib)
 			for k, o := range tc.obs {
 				limit, moved := b.observe(t0.Add(o.after), o.live*mib)
-				if limit != o.limit*mib || moved != o.moved {
-					t.Fatalf("observation %d (%d MiB live): limit %d MiB, moved %v; want %d MiB, %v", k, o.live, limit/mib, moved, o.limit, o.moved)
+				if limit != int64(o.limit*mib) || moved != o.moved {
+					t.Fatalf("observation %d (%d MiB live): limit %.2f MiB, moved %v; want %.2f MiB, %v", k, o.live, float64(limit)/mib, moved, o.limit, o.moved)
 				}
 			}
 		})
 	}
 
 	b := newHeapBudget(0)
-	b.observe(t0, 30*mib)
-	if limit, moved := b.observe(t0.Add(time.Second), 30*mib-budgetStep/2); moved || limit != 50*mib {
+	first, _ := b.observe(t0, 30*mib)
+	if limit, moved := b.observe(t0.Add(time.Second), 30*mib-budgetStep/2); moved || limit != first {
 		t.Errorf("half a step lower: limit %d, moved %v", limit, moved)
 	}
-	if limit, moved := b.observe(t0.Add(2*time.Second), 29*mib); !moved || limit != 49*mib {
+	if limit, moved := b.observe(t0.Add(2*time.Second), 29*mib); !moved || limit != 29*mib+29*mib*3/4+budgetOverhead {
 		t.Errorf("a step lower: limit %d, moved %v", limit, moved)
 	}
 }
