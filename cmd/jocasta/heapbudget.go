@@ -22,14 +22,14 @@ import (
 // for a second each minute), and with GOGC=75 alone serve's RSS reached
 // 115 MB (VmHWM) and stayed at 75–107 MB. The budget computes the growth
 // from the floor instead, so the collector paces as GOGC=75 would while
-// serve holds what it keeps (the API's requests see no difference) and
-// works harder only while a window is in flight. With it the RSS peaked
-// at 69–85 MB, for less than a second at a window, every flow recorded,
-// the collector running back to back for the second a window takes to
-// apply (its CPU limiter keeps it to half the CPU; docs/performance.md,
-// "The exact peak, and a heap budget"). The limit follows the floor, so
-// a large inventory raises it with it, and GOGC still applies below it
-// (the lower of the two goals wins).
+// serve holds what it keeps (make bench-api: the same within the run to
+// run noise) and works harder only while a window is in flight. With it
+// the RSS peaked at 75 MB, for less than a second at a window, every
+// flow recorded, the collector running back to back for the second a
+// window takes to apply (its CPU limiter keeps it to half the CPU;
+// docs/performance.md, "The exact peak, and a heap budget"). The limit
+// follows the floor, so a large inventory raises it with it, and GOGC
+// still applies below it (the lower of the two goals wins).
 type heapBudget struct {
 	room     int64         // the least room over the floor
 	growth   int64         // GOGC's percent of growth over the floor
