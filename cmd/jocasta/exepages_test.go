@@ -101,10 +101,7 @@ func TestTraced(t *testing.T) {
 		{"traced", "Name:\tjocasta\nTracerPid:\t4242\nUid:\t0\n", true},
 		{"no such line", "Name:\tjocasta\n", false},
 	} {
-		p := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
-		if err := os.WriteFile(p, []byte(tc.status), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		p := writeFile(t, dir, strings.ReplaceAll(tc.name, " ", "-"), tc.status)
 		if got := traced(p); got != tc.want {
 			t.Errorf("%s: traced %v, want %v", tc.name, got, tc.want)
 		}
