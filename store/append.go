@@ -235,6 +235,7 @@ func (s *Store) commit(batch []*request) {
 			results []result
 			failed  = -1
 			failErr error
+			large   bool // a value of largeValue bytes or more was put
 		)
 		s.writeMu.Lock()
 		if err := s.Err(); err != nil {
@@ -253,11 +254,14 @@ func (s *Store) commit(batch []*request) {
 			lb := tx.Bucket(bLog)
 			lb.FillPercent = logFillPercent
 			now := time.Now()
+			large = false
 			for i, r := range pending {
 				items, err := s.resolve(tx, r, now)
 				var evs []events.Envelope
 				if err == nil {
-					evs, err = appendTx(lb, &tip, items)
+					var l bool
+					evs, l, err = appendTx(lb, &tip, items)
+					large = large || l
 				}
 				if err != nil {
 					failed, failErr = i, err
@@ -284,6 +288,9 @@ func (s *Store) commit(batch []*request) {
 			}
 			if moved {
 				s.runHooks(tip.seq)
+			}
+			if large {
+				s.releaseAfterLarge()
 			}
 			return
 		}
@@ -335,23 +342,24 @@ func callDecide(decide func(*bolt.Tx) ([]events.Envelope, error), tx *bolt.Tx) (
 }
 
 // appendTx seals items onto the chain at tip, puts them in lb and
-// returns the stored envelopes. items keep what sealing them again takes
+// returns the stored envelopes, and whether one of them was a value of
+// largeValue bytes or more. items keep what sealing them again takes
 // (a retried batch): only a large body is dropped, and such an item is
 // then encoded in full.
-func appendTx(lb *bolt.Bucket, tip *chain, items []item) ([]events.Envelope, error) {
-	out := make([]events.Envelope, len(items))
+func appendTx(lb *bolt.Bucket, tip *chain, items []item) (out []events.Envelope, large bool, err error) {
+	out = make([]events.Envelope, len(items))
 	for i, it := range items {
 		seq, err := lb.NextSequence()
 		if err != nil {
-			return nil, fmt.Errorf("store: append: next sequence: %w", err)
+			return nil, false, fmt.Errorf("store: append: next sequence: %w", err)
 		}
 		if seq != tip.seq+1 {
-			return nil, fmt.Errorf("store: append: log sequence %d does not follow head %d: %w", seq, tip.seq, ErrCorrupt)
+			return nil, false, fmt.Errorf("store: append: log sequence %d does not follow head %d: %w", seq, tip.seq, ErrCorrupt)
 		}
 		it.e.Seq = seq
 		val, sum, err := seal(&it, tip.hash, tip.raw[:])
 		if err != nil {
-			return nil, fmt.Errorf("store: append: %w: %w", ErrBadEnvelope, err)
+			return nil, false, fmt.Errorf("store: append: %w: %w", ErrBadEnvelope, err)
 		}
 		if len(it.body) >= dropBody {
 			// Sealed into val, a large body (a flow window's: megabytes)
@@ -359,13 +367,14 @@ func appendTx(lb *bolt.Bucket, tip *chain, items []item) ([]events.Envelope, err
 			// batch), the item is encoded in full.
 			items[i].body = nil
 		}
+		large = large || len(val) >= largeValue
 		if err := lb.Put(seqKey(seq), val); err != nil {
-			return nil, fmt.Errorf("store: append seq %d: %w", seq, err)
+			return nil, false, fmt.Errorf("store: append seq %d: %w", seq, err)
 		}
 		out[i] = it.e
 		tip.seq, tip.hash, tip.raw = seq, it.e.Hash, sum
 	}
-	return out, nil
+	return out, large, nil
 }
 
 // seal sets it.e's PrevHash and Hash (as events.Envelope.Seal would) and
@@ -401,6 +410,17 @@ func seal(it *item, prev string, prevRaw []byte) ([]byte, [sha256.Size]byte, err
 	c = append(c, `,"hash":"`...)
 	c = append(c, e.Hash...)
 	return append(c, `"}`...), sum, nil
+}
+
+// releaseAfterLarge drops the file's pages from the memory map after a
+// commit that put a large value (a flow window's event). bbolt writes a
+// leaf page whole, and a leaf holds at least two values however large
+// they are: the commit read the values it shares its leaf with (the
+// previous window's event, megabytes) through the map to write them
+// again, and those pages would stay mapped in the process until the
+// next release. A failure is harmless (the pages stay mapped).
+func (s *Store) releaseAfterLarge() {
+	_ = safeView(s.db, ReleaseMappedTx)
 }
 
 // dropBody is the size from which appendTx drops an item's body once

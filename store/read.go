@@ -82,6 +82,7 @@ func readTx(tx *bolt.Tx, out []events.Envelope, from uint64, max int) ([]events.
 		if err != nil {
 			return out, fmt.Errorf("store: read seq %d: %w: %w", seq, ErrCorrupt, err)
 		}
+		dropValuePages(tx, v) // copied out
 		out = append(out, e)
 	}
 	return out, nil

@@ -2,6 +2,8 @@ package store
 
 import (
 	"fmt"
+	"os"
+	"unsafe"
 
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
@@ -54,4 +56,37 @@ func ReleaseMappedTx(tx *bolt.Tx) error {
 		return fmt.Errorf("madvise: %w", errno)
 	}
 	return nil
+}
+
+// largeValue is the size from which a value read from the log has its
+// pages dropped from the mapping once copied out (dropValuePages): a
+// flow window's event, megabytes that the kernel would otherwise keep
+// mapped in the process until the next release.
+const largeValue = 1 << 20
+
+// osPage is the operating system's page size.
+var osPage = uintptr(os.Getpagesize())
+
+// dropValuePages drops the pages that hold v from tx's memory map when v
+// is large and lies in it (a value read in a write transaction may be
+// the transaction's own, on the heap, whose pages must never be
+// dropped). The pages at either end may hold other values too: they are
+// read again from the page cache when next used. The caller has copied
+// out what it needs.
+func dropValuePages(tx *bolt.Tx, v []byte) {
+	if len(v) < largeValue {
+		return
+	}
+	base, size := tx.DB().Info().Data, uintptr(tx.Size())
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(v)))
+	end := start + uintptr(len(v))
+	if base == 0 || start < base || end > base+size {
+		return
+	}
+	start &^= osPage - 1
+	end = (end + osPage - 1) &^ (osPage - 1)
+	if end > base+size {
+		end = base + size // inside the file's pages; the mapping goes on past them
+	}
+	_, _, _ = unix.Syscall(unix.SYS_MADVISE, start, end-start, unix.MADV_DONTNEED)
 }

@@ -3,12 +3,15 @@ package store_test
 import (
 	"bytes"
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/jocasta/jocasta/events"
 	"github.com/jocasta/jocasta/store"
 	"github.com/jocasta/jocasta/store/storetest"
 )
@@ -148,5 +151,72 @@ func TestNoRemapAsTheFileGrows(t *testing.T) {
 	}
 	if now := s.DB().Info().Data; now != at {
 		t.Fatalf("the mapping moved from %#x to %#x as the file grew to 16 MB: remapped", at, now)
+	}
+}
+
+// largeEvent is a traffic.recorded of n packed rows (about 20 bytes of
+// payload each), made from i so that two differ.
+func largeEvent(t *testing.T, i, n int) events.Envelope {
+	t.Helper()
+	rows := events.NewTrafficPacker(n)
+	for r := range n {
+		if err := rows.Add(&events.TrafficRowAddrs{
+			Src:   netip.AddrFrom4([4]byte{10, byte(i), byte(r >> 8), byte(r)}),
+			Dst:   netip.AddrFrom4([4]byte{198, 18, byte(r >> 8), byte(r)}),
+			Proto: 6, Port: 443, Bytes: uint64(1500 + r), Packets: 3, Flows: 1,
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e, err := events.NewTrafficRecorded(events.TrafficRecorded{ScanID: fmt.Sprint("w", i)}, rows, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Source = "flowlistener:test"
+	return e
+}
+
+// TestLargeEventsLeaveNoMappedPages: a flow window's event (megabytes)
+// leaves none of its pages mapped in the process, neither where it is
+// appended (bbolt writes a leaf whole, reading the previous window's
+// event it shares the leaf with through the map) nor where it is read
+// (the envelope is a copy). Each event would otherwise keep megabytes of
+// the file in serve's resident set until the next release.
+func TestLargeEventsLeaveNoMappedPages(t *testing.T) {
+	const rows = 120_000 // about 2.4 MB of payload
+	path := filepath.Join(t.TempDir(), "j.db")
+	s, err := store.Open(path, store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var stored []events.Envelope
+	for i := range 4 {
+		got, err := s.Append(t.Context(), largeEvent(t, i, rows))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored = append(stored, got...)
+		if rss := storetest.MappedRss(t, path); rss > 1<<20 {
+			t.Fatalf("%d bytes of the file mapped after appending large event %d", rss, i+1)
+		}
+	}
+	evs, err := s.Read(1, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != len(stored) {
+		t.Fatalf("read %d events, appended %d", len(evs), len(stored))
+	}
+	for i, e := range evs {
+		if len(e.Payload) < rows*15 || !bytes.Equal(e.Payload, stored[i].Payload) || e.Hash != stored[i].Hash {
+			t.Fatalf("event %d reads back different (%d payload bytes)", i+1, len(e.Payload))
+		}
+	}
+	if rss := storetest.MappedRss(t, path); rss > 1<<20 {
+		t.Fatalf("%d bytes of the file mapped after reading %d large events", rss, len(evs))
+	}
+	if rep, err := s.Verify(t.Context(), nil); err != nil {
+		t.Fatalf("verify: %v (%+v)", err, rep)
 	}
 }
