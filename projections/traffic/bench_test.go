@@ -16,6 +16,7 @@ import (
 	"github.com/jocasta/jocasta/projections/inventory"
 	"github.com/jocasta/jocasta/projections/inventory/inventorytest"
 	"github.com/jocasta/jocasta/projections/traffic"
+	"github.com/jocasta/jocasta/store"
 )
 
 // BenchmarkApplyWindows applies the bench's memory load (make
@@ -50,7 +51,8 @@ func BenchmarkApplyWindows(b *testing.B) {
 	var size int64
 	for b.Loop() {
 		b.StopTimer()
-		p, err := traffic.New(traffic.Options{Addresses: inv.Inv})
+		// Releasing the mapped pages as serve does (cmd/jocasta/traffic.go).
+		p, err := traffic.New(traffic.Options{Addresses: inv.Inv, ReleaseMapped: store.ReleaseMappedTx})
 		if err != nil {
 			b.Fatal(err)
 		}
