@@ -235,7 +235,7 @@ func (s *Store) commit(batch []*request) {
 			results []result
 			failed  = -1
 			failErr error
-			large   bool // a value of largeValue bytes or more was put
+			large   bool // a value of largeValue bytes or more was put, or is at the log's end
 		)
 		s.writeMu.Lock()
 		if err := s.Err(); err != nil {
@@ -283,14 +283,14 @@ func (s *Store) commit(batch []*request) {
 			s.headHash = tip.hash
 			s.head.Store(tip.seq)
 			s.writeMu.Unlock()
+			if large {
+				s.releaseAfterLarge() // before the callers go on: their next read finds the map clear
+			}
 			for i, r := range pending {
 				r.done <- results[i]
 			}
 			if moved {
 				s.runHooks(tip.seq)
-			}
-			if large {
-				s.releaseAfterLarge()
 			}
 			return
 		}
@@ -347,6 +347,7 @@ func callDecide(decide func(*bolt.Tx) ([]events.Envelope, error), tx *bolt.Tx) (
 // (a retried batch): only a large body is dropped, and such an item is
 // then encoded in full.
 func appendTx(lb *bolt.Bucket, tip *chain, items []item) (out []events.Envelope, large bool, err error) {
+	large = largeAtEnd(lb)
 	out = make([]events.Envelope, len(items))
 	for i, it := range items {
 		seq, err := lb.NextSequence()
@@ -412,13 +413,38 @@ func seal(it *item, prev string, prevRaw []byte) ([]byte, [sha256.Size]byte, err
 	return append(c, `"}`...), sum, nil
 }
 
+// largeAtEnd reports whether one of the last leafSharers values of the
+// log is of largeValue bytes or more: an append writes the leaf that
+// holds them again, reading them through the map. It reads only their
+// lengths, not their pages.
+func largeAtEnd(lb *bolt.Bucket) bool {
+	c := lb.Cursor()
+	k, v := c.Last()
+	for range leafSharers {
+		if k == nil {
+			return false
+		}
+		if len(v) >= largeValue {
+			return true
+		}
+		k, v = c.Prev()
+	}
+	return false
+}
+
+// leafSharers is how many values bbolt may keep in one leaf however
+// large they are: it splits a leaf only past twice its minimum of two
+// keys a page.
+const leafSharers = 4
+
 // releaseAfterLarge drops the file's pages from the memory map after a
-// commit that put a large value (a flow window's event). bbolt writes a
-// leaf page whole, and a leaf holds at least two values however large
-// they are: the commit read the values it shares its leaf with (the
-// previous window's event, megabytes) through the map to write them
-// again, and those pages would stay mapped in the process until the
-// next release. A failure is harmless (the pages stay mapped).
+// commit that put a large value (a flow window's event) or appended
+// beside one. bbolt writes a leaf page whole, and splits a leaf only
+// past four values however large they are: a commit reads the values
+// the new ones share their leaf with (up to three window events,
+// megabytes each) through the map to write them again, and those pages
+// would stay mapped in the process until the next release. A failure
+// is harmless (the pages stay mapped).
 func (s *Store) releaseAfterLarge() {
 	_ = safeView(s.db, ReleaseMappedTx)
 }

@@ -71,6 +71,12 @@ func readTx(tx *bolt.Tx, out []events.Envelope, from uint64, max int) ([]events.
 		out = slices.Grow(out, int(min(uint64(max), last-from+1)))
 	}
 	n0 := len(out)
+	large := false
+	defer func() {
+		if large {
+			_ = ReleaseMappedTx(tx) // copied out; a failure leaves pages mapped, nothing else
+		}
+	}()
 	c := lb.Cursor()
 	for k, v := c.Seek(seqKey(from)); k != nil && len(out)-n0 < max; k, v = c.Next() {
 		seq, _ := keySeq(k)
@@ -82,7 +88,7 @@ func readTx(tx *bolt.Tx, out []events.Envelope, from uint64, max int) ([]events.
 		if err != nil {
 			return out, fmt.Errorf("store: read seq %d: %w: %w", seq, ErrCorrupt, err)
 		}
-		dropValuePages(tx, v) // copied out
+		large = large || len(v) >= largeValue
 		out = append(out, e)
 	}
 	return out, nil

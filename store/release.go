@@ -2,8 +2,6 @@ package store
 
 import (
 	"fmt"
-	"os"
-	"unsafe"
 
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
@@ -58,35 +56,11 @@ func ReleaseMappedTx(tx *bolt.Tx) error {
 	return nil
 }
 
-// largeValue is the size from which a value read from the log has its
-// pages dropped from the mapping once copied out (dropValuePages): a
-// flow window's event, megabytes that the kernel would otherwise keep
-// mapped in the process until the next release.
-const largeValue = 1 << 20
-
-// osPage is the operating system's page size.
-var osPage = uintptr(os.Getpagesize())
-
-// dropValuePages drops the pages that hold v from tx's memory map when v
-// is large and lies in it (a value read in a write transaction may be
-// the transaction's own, on the heap, whose pages must never be
-// dropped). The pages at either end may hold other values too: they are
-// read again from the page cache when next used. The caller has copied
-// out what it needs.
-func dropValuePages(tx *bolt.Tx, v []byte) {
-	if len(v) < largeValue {
-		return
-	}
-	base, size := tx.DB().Info().Data, uintptr(tx.Size())
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(v)))
-	end := start + uintptr(len(v))
-	if base == 0 || start < base || end > base+size {
-		return
-	}
-	start &^= osPage - 1
-	end = (end + osPage - 1) &^ (osPage - 1)
-	if end > base+size {
-		end = base + size // inside the file's pages; the mapping goes on past them
-	}
-	_, _, _ = unix.Syscall(unix.SYS_MADVISE, start, end-start, unix.MADV_DONTNEED)
-}
+// largeValue is the size from which reading a value from the log, or
+// appending one or beside one, releases the map once done: a flow
+// window's event, up to megabytes that the kernel would otherwise keep
+// mapped in the process until the next release (with the large folios
+// of recent kernels' page cache, a read maps up to 2 MiB around what it
+// touches, so the whole map is released rather than the value's
+// pages).
+const largeValue = 256 << 10
