@@ -137,7 +137,8 @@ type Options struct {
 // mapped 45 MB of the database at once in the memory run (its fourth
 // window, three minutes into the hour), more than the part's own rows.
 // A seek maps the root, branch and leaf pages on its way (16 KiB each,
-// with 64 KiB around each): releasing every 256 seeks, 5.5–15 MB of the
+// with 64 KiB around each, or the whole large folio of the page cache
+// that holds them, up to 2 MiB, on recent kernels): releasing every 256 seeks, 5.5–15 MB of the
 // file were mapped at the windows of a memory run (sampled every 50 ms);
 // every 32, 0.6–10 MB (the rest is the commit's: bbolt writes each dirty
 // leaf from the values it maps), for 4 % more time a window (`-bench
