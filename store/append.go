@@ -369,7 +369,7 @@ func appendTx(lb *bolt.Bucket, tip *chain, items []item) (out []events.Envelope,
 			items[i].body = nil
 		}
 		large = large || len(val) >= largeValue
-		if err := lb.Put(seqKey(seq), val); err != nil {
+		if err := putLogValue(lb.Tx(), lb, seqKey(seq), val); err != nil {
 			return nil, false, fmt.Errorf("store: append seq %d: %w", seq, err)
 		}
 		out[i] = it.e
@@ -414,7 +414,8 @@ func seal(it *item, prev string, prevRaw []byte) ([]byte, [sha256.Size]byte, err
 }
 
 // largeAtEnd reports whether one of the last leafSharers values of the
-// log is of largeValue bytes or more: an append writes the leaf that
+// log is of largeValue bytes or more, stored in place by a build before
+// out-of-line values (logvalue.go): an append writes the leaf that
 // holds them again, reading them through the map. It reads only their
 // lengths, not their pages.
 func largeAtEnd(lb *bolt.Bucket) bool {
@@ -439,12 +440,13 @@ const leafSharers = 4
 
 // releaseAfterLarge drops the file's pages from the memory map after a
 // commit that put a large value (a flow window's event) or appended
-// beside one. bbolt writes a leaf page whole, and splits a leaf only
-// past four values however large they are: a commit reads the values
-// the new ones share their leaf with (up to three window events,
-// megabytes each) through the map to write them again, and those pages
-// would stay mapped in the process until the next release. A failure
-// is harmless (the pages stay mapped).
+// beside one stored in place by an earlier build. bbolt writes a leaf
+// page whole, and splits a leaf only past four values however large
+// they are: such a commit reads the values the new ones share their
+// leaf with (up to three window events, megabytes each) through the
+// map to write them again, and those pages would stay mapped in the
+// process until the next release. A failure is harmless (the pages
+// stay mapped).
 func (s *Store) releaseAfterLarge() {
 	_ = safeView(s.db, ReleaseMappedTx)
 }

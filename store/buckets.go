@@ -14,7 +14,8 @@ import (
 // the same file under names of their own.
 const (
 	// BucketLog holds the events: key = 8-byte big-endian seq, value =
-	// json.Marshal of the [events.Envelope], hash included.
+	// json.Marshal of the [events.Envelope], hash included, or the stub
+	// of a value stored out of line in [BucketLogParts].
 	BucketLog = "log"
 	// BucketMeta holds the schema version, head seq, head hash and the
 	// compaction anchor.
@@ -26,8 +27,13 @@ const (
 	BucketSnapshots = "snapshots"
 )
 
-// SchemaVersion is the layout version written to meta/"schema".
-const SchemaVersion = 1
+// SchemaVersion is the newest layout version this build reads, in
+// meta/"schema": 1, raised to 2 when the file first holds an
+// out-of-line value (logvalue.go). New files start at 1.
+const SchemaVersion = schemaOutOfLine
+
+// schemaFirst is the version a new file is written with.
+const schemaFirst = 1
 
 // Keys in BucketMeta.
 var (
@@ -53,7 +59,7 @@ var (
 // reserved reports whether name is one of the store's own buckets that a
 // snapshot must never dump or overwrite.
 func reserved(name string) bool {
-	return name == BucketLog || name == BucketMeta || name == BucketSnapshots
+	return name == BucketLog || name == BucketLogParts || name == BucketMeta || name == BucketSnapshots
 }
 
 // seqKey encodes seq as an 8-byte big-endian key, so keys sort by seq.
@@ -182,7 +188,11 @@ func checkStructure(tx *bolt.Tx) (readState, error) {
 	if !ok || last != st.head {
 		return readState{}, fmt.Errorf("%w: last key of the log is not head %d", ErrCorrupt, st.head)
 	}
-	e, err := decodeEnvelope(v)
+	full, _, err := logValue(tx, k, v)
+	if err != nil {
+		return readState{}, fmt.Errorf("%w: head event %d: %w", ErrCorrupt, st.head, err)
+	}
+	e, err := decodeEnvelope(full)
 	if err != nil {
 		return readState{}, fmt.Errorf("%w: head event %d does not decode: %w", ErrCorrupt, st.head, err)
 	}
@@ -200,7 +210,7 @@ func initBuckets(tx *bolt.Tx) error {
 		}
 	}
 	meta := tx.Bucket(bMeta)
-	if err := meta.Put(metaSchema, seqKey(SchemaVersion)); err != nil {
+	if err := meta.Put(metaSchema, seqKey(schemaFirst)); err != nil {
 		return err
 	}
 	if err := meta.Put(metaHead, seqKey(0)); err != nil {

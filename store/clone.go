@@ -54,14 +54,14 @@ func (s *Store) CloneUncompacted(path string) (cloned bool, err error) {
 }
 
 // ResetToLogTx empties a database down to its log: it deletes every
-// bucket but the log and meta (every projection's rows and versions,
+// bucket but the log (with its out-of-line parts) and meta (every projection's rows and versions,
 // consumer checkpoints, snapshots) and recreates the store's own empty
 // ones, so that projections run on it rebuild from the first event. For
 // a clone made by [Store.CloneUncompacted], before a replay rebuilds it.
 func ResetToLogTx(tx *bolt.Tx) error {
 	var names [][]byte
 	err := tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
-		if !bytes.Equal(name, bLog) && !bytes.Equal(name, bMeta) {
+		if !bytes.Equal(name, bLog) && !bytes.Equal(name, bLogParts) && !bytes.Equal(name, bMeta) {
 			names = append(names, bytes.Clone(name))
 		}
 		return nil

@@ -115,6 +115,12 @@ func (s *Store) CopyLogFunc(dst *Store, until time.Time, fn func(evs []events.En
 			c := tx.Bucket(bLog).Cursor()
 			k, v := c.Seek(seqKey(tip.Seq + 1))
 			for ; k != nil && !full(); k, v = c.Next() {
+				// An out-of-line value whole (on the heap), as it is put
+				// into the destination.
+				v, _, err := logValue(tx, k, v)
+				if err != nil {
+					return fmt.Errorf("seq %x: %w: %w", k, ErrCorrupt, err)
+				}
 				// The event's seq, time and link, and its hash for the next.
 				var (
 					seq    uint64
@@ -184,7 +190,7 @@ func (s *Store) CopyLogFunc(dst *Store, until time.Time, fn func(evs []events.En
 				lb := dtx.Bucket(bLog)
 				lb.FillPercent = logFillPercent
 				for i := range keys {
-					if err := lb.Put(keys[i], vals[i]); err != nil {
+					if err := putLogValue(dtx, lb, keys[i], vals[i]); err != nil {
 						return err
 					}
 				}

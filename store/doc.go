@@ -31,8 +31,15 @@
 //	             value: json.Marshal(events.Envelope), hash included; the
 //	             bytes are the envelope's canonical bytes (what the hash
 //	             covers) with ,"hash":"…" spliced in before the last brace.
+//	             A value of 256 KiB or more (a flow window's event) is
+//	             stored out of line: here a 9-byte stub (0x00 and its
+//	             length, 8 bytes big-endian), in log_parts its bytes.
 //	             The bucket's sequence equals the head seq.
-//	meta         "schema" 8-byte version (1); "head" 8-byte seq of the
+//	log_parts    8-byte seq and 4-byte part number, big-endian → up to
+//	             5,000 bytes of an out-of-line value (logvalue.go); created
+//	             with the first one.
+//	meta         "schema" 8-byte version (1; 2 once the file holds an
+//	             out-of-line value); "head" 8-byte seq of the
 //	             last event; "head_hash" its hex hash (ZeroHash when none);
 //	             "anchor" JSON {"seq","hash"} of the last event compaction
 //	             removed (absent before the first compaction).

@@ -27,8 +27,16 @@ func decodeEnvelope(v []byte) (events.Envelope, error) {
 // prev when they are the same, so reading a run of events from one
 // source allocates them once.
 func decodeEnvelopeReuse(v []byte, prev *events.Envelope) (events.Envelope, error) {
+	return decodeEnvelopeOwned(v, prev, false)
+}
+
+// decodeEnvelopeOwned is decodeEnvelopeReuse for a value the caller owns
+// (an out-of-line value put back together on the heap) when owned: the
+// payload then points into v instead of being copied (a window's event
+// would otherwise be held twice while it is read).
+func decodeEnvelopeOwned(v []byte, prev *events.Envelope, owned bool) (events.Envelope, error) {
 	if r, ok := splitEnvelope(v); ok {
-		return r.envelope(prev), nil
+		return r.envelope(prev, owned), nil
 	}
 	var e events.Envelope
 	if err := json.Unmarshal(v, &e); err != nil {
@@ -82,13 +90,16 @@ func splitEnvelope(v []byte) (r rawEnvelope, ok bool) {
 // Stream are cut from one allocation (none of them is worth keeping
 // alone; Source and Actor, which projections keep as evidence, are
 // allocated on their own).
-func (r *rawEnvelope) envelope(prev *events.Envelope) events.Envelope {
+func (r *rawEnvelope) envelope(prev *events.Envelope, owned bool) events.Envelope {
 	e := events.Envelope{
 		Seq:     r.seq,
 		Kind:    internKind(r.kind),
 		V:       int(r.v),
 		Time:    r.time,
-		Payload: append(json.RawMessage(nil), r.payload...),
+		Payload: json.RawMessage(r.payload[:len(r.payload):len(r.payload)]),
+	}
+	if !owned {
+		e.Payload = append(json.RawMessage(nil), r.payload...)
 	}
 	var sb strings.Builder
 	sb.Grow(len(r.id) + len(r.prev) + len(r.hash) + len(r.device) + len(r.stream))

@@ -84,11 +84,15 @@ func readTx(tx *bolt.Tx, out []events.Envelope, from uint64, max int) ([]events.
 		if len(out) > n0 {
 			prev = &out[len(out)-1]
 		}
-		e, err := decodeEnvelopeReuse(v, prev)
+		full, owned, err := logValue(tx, k, v)
 		if err != nil {
 			return out, fmt.Errorf("store: read seq %d: %w: %w", seq, ErrCorrupt, err)
 		}
-		large = large || len(v) >= largeValue
+		e, err := decodeEnvelopeOwned(full, prev, owned)
+		if err != nil {
+			return out, fmt.Errorf("store: read seq %d: %w: %w", seq, ErrCorrupt, err)
+		}
+		large = large || len(full) >= largeValue
 		out = append(out, e)
 	}
 	return out, nil
@@ -101,12 +105,16 @@ func (s *Store) Get(seq uint64) (events.Envelope, error) {
 	}
 	var e events.Envelope
 	err := safeView(s.db, func(tx *bolt.Tx) error {
-		v := tx.Bucket(bLog).Get(seqKey(seq))
+		k := seqKey(seq)
+		v := tx.Bucket(bLog).Get(k)
 		if v == nil {
 			return fmt.Errorf("store: get seq %d: %w", seq, ErrNotFound)
 		}
-		var err error
-		if e, err = decodeEnvelope(v); err != nil {
+		full, owned, err := logValue(tx, k, v)
+		if err != nil {
+			return fmt.Errorf("store: get seq %d: %w: %w", seq, ErrCorrupt, err)
+		}
+		if e, err = decodeEnvelopeOwned(full, nil, owned); err != nil {
 			return fmt.Errorf("store: get seq %d: %w: %w", seq, ErrCorrupt, err)
 		}
 		return nil

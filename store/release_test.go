@@ -178,9 +178,9 @@ func largeEvent(t *testing.T, i, n int) events.Envelope {
 
 // TestLargeEventsLeaveNoMappedPages: a flow window's event (megabytes)
 // leaves none of its pages mapped in the process, neither where it or
-// an event after it is appended (bbolt writes a leaf whole, reading the
-// window events it shares the leaf with through the map) nor where it
-// is read (the envelope is a copy). Each event would otherwise keep megabytes of
+// an event after it is appended nor where it is read (the envelope is a
+// copy; the page cache's large folios map up to 2 MiB around what a
+// read touches). Each event would otherwise keep megabytes of
 // the file in serve's resident set until the next release.
 func TestLargeEventsLeaveNoMappedPages(t *testing.T) {
 	const rows = 120_000 // about 2.4 MB of payload

@@ -205,7 +205,11 @@ func hashAt(tx *bolt.Tx, seq uint64) (string, error) {
 		return events.ZeroHash, nil
 	}
 	if v := tx.Bucket(bLog).Get(seqKey(seq)); v != nil {
-		e, err := decodeEnvelope(v)
+		full, _, err := logValue(tx, seqKey(seq), v)
+		if err != nil {
+			return "", fmt.Errorf("event %d: %w: %w", seq, ErrCorrupt, err)
+		}
+		e, err := decodeEnvelope(full)
 		if err != nil {
 			return "", fmt.Errorf("event %d: %w: %w", seq, ErrCorrupt, err)
 		}
@@ -409,7 +413,7 @@ func (s *Store) Compact(ctx context.Context, through uint64) (removed int, err e
 		err := s.Update(func(tx *bolt.Tx) error {
 			lb := tx.Bucket(bLog)
 			c := lb.Cursor()
-			var keys [][]byte
+			var keys, stubs [][]byte
 			var last []byte
 			for k, v := c.First(); k != nil && len(keys) < compactChunk; k, v = c.Next() {
 				seq, ok := keySeq(k)
@@ -420,12 +424,19 @@ func (s *Store) Compact(ctx context.Context, through uint64) (removed int, err e
 					break
 				}
 				keys = append(keys, bytes.Clone(k))
+				if isStub(v) {
+					stubs = append(stubs, keys[len(keys)-1])
+				}
 				last = v
 			}
 			if len(keys) == 0 {
 				return nil
 			}
-			e, err := decodeEnvelope(last)
+			full, _, err := logValue(tx, keys[len(keys)-1], last)
+			if err != nil {
+				return fmt.Errorf("event %x: %w: %w", keys[len(keys)-1], ErrCorrupt, err)
+			}
+			e, err := decodeEnvelope(full)
 			if err != nil {
 				return fmt.Errorf("event %x: %w: %w", keys[len(keys)-1], ErrCorrupt, err)
 			}
@@ -438,6 +449,9 @@ func (s *Store) Compact(ctx context.Context, through uint64) (removed int, err e
 				if err := c.Bucket().Delete(k); err != nil {
 					return err
 				}
+			}
+			if err := deleteParts(tx, stubs); err != nil {
+				return err
 			}
 			n = len(keys)
 			return tx.Bucket(bMeta).Put(metaAnchor, ab)

@@ -93,10 +93,14 @@ func (s *Store) Stats(ctx context.Context) (LogStats, error) {
 					return ctx.Err()
 				}
 				hdr.Kind, hdr.Time = "", time.Time{}
-				if err := json.Unmarshal(v, &hdr); err != nil {
+				full, _, err := logValue(tx, k, v)
+				if err != nil {
 					return fmt.Errorf("event %x: %w: %w", k, ErrCorrupt, err)
 				}
-				size := int64(len(k) + len(v))
+				if err := json.Unmarshal(full, &hdr); err != nil {
+					return fmt.Errorf("event %x: %w: %w", k, ErrCorrupt, err)
+				}
+				size := int64(len(k) + len(full))
 				st.Events++
 				st.Bytes += size
 				ks := kinds[hdr.Kind]

@@ -88,7 +88,12 @@ func (s *Store) Verify(ctx context.Context, progress func(checked uint64)) (Veri
 				case seq > expected:
 					bad(expected, "missing: the log jumps from %d to %d", expected-1, seq)
 				default:
-					h, reason := checkEvent(seq, v, prev, prevRaw[:])
+					full, _, err := logValue(tx, k, v)
+					if err != nil {
+						bad(seq, "%v", err)
+						break
+					}
+					h, reason := checkEvent(seq, full, prev, prevRaw[:])
 					if reason != "" {
 						bad(seq, "%s", reason)
 						break

@@ -1,0 +1,274 @@
+package store_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/jocasta/jocasta/events"
+	"github.com/jocasta/jocasta/store"
+)
+
+// rawLog reads the stored log values and the out-of-line parts' keys of
+// an open store's file.
+func rawLog(t *testing.T, s *store.Store) (vals map[uint64][]byte, parts map[uint64]int, schema uint64) {
+	t.Helper()
+	vals, parts = map[uint64][]byte{}, map[uint64]int{}
+	err := s.DB().View(func(tx *bolt.Tx) error {
+		err := tx.Bucket([]byte(store.BucketLog)).ForEach(func(k, v []byte) error {
+			vals[binary.BigEndian.Uint64(k)] = bytes.Clone(v)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if pb := tx.Bucket([]byte(store.BucketLogParts)); pb != nil {
+			if err := pb.ForEach(func(k, _ []byte) error {
+				parts[binary.BigEndian.Uint64(k[:8])]++
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		schema = binary.BigEndian.Uint64(tx.Bucket([]byte(store.BucketMeta)).Get([]byte("schema")))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vals, parts, schema
+}
+
+// sameEvents fails unless got are want, byte for byte where it counts.
+func sameEvents(t *testing.T, got, want []events.Envelope) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d events, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i].Seq != want[i].Seq || got[i].Hash != want[i].Hash || !bytes.Equal(got[i].Payload, want[i].Payload) {
+			t.Fatalf("event %d reads back different (seq %d, %d payload bytes)", i, got[i].Seq, len(got[i].Payload))
+		}
+	}
+}
+
+// TestOutOfLineValues: large events (a flow window's) are stored out of
+// line, a stub in the log and parts in BucketLogParts, and every way the
+// store reads the log gets them back whole: Read, Get, a reopen whose
+// head is one, Verify, Stats, CopyLog and Compact (which deletes their
+// parts). The file says schema 2 once it holds one.
+func TestOutOfLineValues(t *testing.T) {
+	const rows = 40_000 // about 800 KB of payload, out of line
+	path := filepath.Join(t.TempDir(), "j.db")
+	s, err := store.Open(path, store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { s.Close() }()
+	if _, _, schema := rawLog(t, s); schema != 1 {
+		t.Fatalf("a new file has schema %d, want 1", schema)
+	}
+	at := time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC)
+	var stored []events.Envelope
+	for i, large := range []bool{false, true, false, true, true, false, true} {
+		e := sweepEvent(t, 2, at.Add(time.Duration(i)*time.Minute))
+		if large {
+			e = largeEvent(t, i, rows)
+		}
+		got, err := s.Append(t.Context(), e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored = append(stored, got...)
+	}
+	vals, parts, schema := rawLog(t, s)
+	if schema != 2 {
+		t.Fatalf("schema %d after out-of-line values, want 2", schema)
+	}
+	for _, seq := range []uint64{2, 4, 5, 7} {
+		if len(vals[seq]) != 9 || vals[seq][0] != 0 || parts[seq] < rows*15/5000 {
+			t.Fatalf("seq %d: stored value of %d bytes, %d parts: not out of line", seq, len(vals[seq]), parts[seq])
+		}
+	}
+	for _, seq := range []uint64{1, 3, 6} {
+		if vals[seq][0] != '{' || parts[seq] != 0 {
+			t.Fatalf("seq %d: a small event not stored in place", seq)
+		}
+	}
+	evs, err := s.Read(1, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameEvents(t, evs, stored)
+	for _, want := range stored {
+		got, err := s.Get(want.Seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameEvents(t, []events.Envelope{got}, []events.Envelope{want})
+	}
+	if rep, err := s.Verify(t.Context(), nil); err != nil || !rep.OK || rep.Checked != uint64(len(stored)) {
+		t.Fatalf("verify: %v, %+v", err, rep)
+	}
+	st, err := s.Stats(t.Context())
+	if err != nil || st.Events != len(stored) {
+		t.Fatalf("stats: %v, %d events", err, st.Events)
+	}
+
+	// Reopened with an out-of-line head.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = store.Open(path, store.Options{NoSync: true}); err != nil {
+		t.Fatalf("reopen with an out-of-line head: %v", err)
+	}
+
+	// Copied event by event into a new file.
+	dst, err := store.Open(filepath.Join(t.TempDir(), "copy.db"), store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	if n, err := s.CopyLog(dst, time.Time{}); err != nil || n != uint64(len(stored)) {
+		t.Fatalf("copy: %d events, %v", n, err)
+	}
+	if evs, err = dst.Read(1, 100); err != nil {
+		t.Fatal(err)
+	}
+	sameEvents(t, evs, stored)
+	if _, parts, _ := rawLog(t, dst); parts[7] == 0 {
+		t.Fatal("the copy holds seq 7 in place, not out of line")
+	}
+	if rep, err := dst.Verify(t.Context(), nil); err != nil || !rep.OK || rep.Checked != uint64(len(stored)) {
+		t.Fatalf("verify the copy: %v, %+v", err, rep)
+	}
+
+	// Compacted through seq 4: the parts of 2 and 4 go with their stubs.
+	if err := s.DB().Update(func(tx *bolt.Tx) error { return store.SaveSnapshotTx(tx, 4, time.Now(), nil) }); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Compact(t.Context(), 4); err != nil || n != 4 {
+		t.Fatalf("compact: %d removed, %v", n, err)
+	}
+	if _, parts, _ := rawLog(t, s); parts[2] != 0 || parts[4] != 0 || parts[5] == 0 || parts[7] == 0 {
+		t.Fatalf("parts after compacting through 4: %v", parts)
+	}
+	if evs, err = s.Read(5, 100); err != nil {
+		t.Fatal(err)
+	}
+	sameEvents(t, evs, stored[4:])
+	if rep, err := s.Verify(t.Context(), nil); err != nil || !rep.OK || rep.Checked != 3 {
+		t.Fatalf("verify after compacting: %v, %+v", err, rep)
+	}
+}
+
+// TestOutOfLineDamage: a missing part of an out-of-line value is damage
+// that Verify names and a read refuses, not a shorter event.
+func TestOutOfLineDamage(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.db")
+	s, err := store.Open(path, store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range 3 {
+		e := sweepEvent(t, 2, time.Now())
+		if i == 1 {
+			e = largeEvent(t, i, 40_000)
+		}
+		if _, err := s.Append(t.Context(), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = s.DB().Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte(store.BucketLogParts)).Delete(append(key(2), 0, 0, 0, 5))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Read(1, 10); !errors.Is(err, store.ErrCorrupt) {
+		t.Fatalf("read with a part missing: %v, want ErrCorrupt", err)
+	}
+	if _, err := s.Get(2); !errors.Is(err, store.ErrCorrupt) {
+		t.Fatalf("get with a part missing: %v, want ErrCorrupt", err)
+	}
+	rep, err := s.Verify(t.Context(), nil)
+	if err != nil || rep.OK || rep.FirstBad != 2 {
+		t.Fatalf("verify with a part missing: %v, %+v (want seq 2 bad)", err, rep)
+	}
+	t.Logf("verify: %s", rep.Reason)
+}
+
+// TestInPlaceLargeValuesStillRead: a file written before out-of-line
+// values (schema 1, a window's event stored in the log itself) reads,
+// verifies and appends as before.
+func TestInPlaceLargeValuesStillRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.db")
+	s, err := store.Open(path, store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored []events.Envelope
+	for i := range 3 {
+		e := sweepEvent(t, 2, time.Now())
+		if i == 1 {
+			e = largeEvent(t, i, 40_000)
+		}
+		got, err := s.Append(t.Context(), e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored = append(stored, got...)
+	}
+	s.Close()
+	// The layout of the earlier build: the value in place, no parts.
+	raw, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = raw.Update(func(tx *bolt.Tx) error {
+		var v bytes.Buffer
+		if err := json.NewEncoder(&v).Encode(stored[1]); err != nil {
+			return err
+		}
+		if err := tx.Bucket([]byte(store.BucketLog)).Put(key(2), bytes.TrimSuffix(v.Bytes(), []byte("\n"))); err != nil {
+			return err
+		}
+		if err := tx.DeleteBucket([]byte(store.BucketLogParts)); err != nil {
+			return err
+		}
+		return tx.Bucket([]byte(store.BucketMeta)).Put([]byte("schema"), key(1))
+	})
+	raw.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err = store.Open(path, store.Options{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if vals, _, schema := rawLog(t, s); schema != 1 || vals[2][0] != '{' {
+		t.Fatalf("not the earlier layout: schema %d", schema)
+	}
+	evs, err := s.Read(1, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameEvents(t, evs, stored)
+	if rep, err := s.Verify(t.Context(), nil); err != nil || !rep.OK || rep.Checked != 3 {
+		t.Fatalf("verify: %v, %+v", err, rep)
+	}
+	got, err := s.Append(t.Context(), largeEvent(t, 9, 40_000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, parts, schema := rawLog(t, s); schema != 2 || parts[got[0].Seq] == 0 {
+		t.Fatalf("after a large append: schema %d, parts %v", schema, parts)
+	}
+}
