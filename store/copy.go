@@ -84,7 +84,9 @@ func (s *Store) CopyLogFunc(dst *Store, until time.Time, fn func(evs []events.En
 
 	// Each chunk is read in a read transaction on the source and written,
 	// straight from the source's pages, in one write transaction on dst
-	// inside it: the stored bytes are never copied in memory.
+	// inside it: the stored bytes are not copied in memory, but for the
+	// out-of-line values, put back together on the heap (so a chunk also
+	// ends at fnChunkBytes).
 	chunk := scanChunk
 	if fn != nil {
 		// Fewer, bigger transactions: fn's caller (replay) writes to dst
@@ -110,7 +112,7 @@ func (s *Store) CopyLogFunc(dst *Store, until time.Time, fn func(evs []events.En
 			}
 			return fnErr == nil
 		}
-		full := func() bool { return len(keys) >= chunk || (fn != nil && size >= fnChunkBytes) }
+		full := func() bool { return len(keys) >= chunk || size >= fnChunkBytes }
 		err := s.db.View(func(tx *bolt.Tx) error {
 			c := tx.Bucket(bLog).Cursor()
 			k, v := c.Seek(seqKey(tip.Seq + 1))

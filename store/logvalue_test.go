@@ -129,7 +129,9 @@ func TestOutOfLineValues(t *testing.T) {
 		t.Fatalf("reopen with an out-of-line head: %v", err)
 	}
 
-	// Copied event by event into a new file.
+	// Copied event by event into a new file, in transactions of about
+	// one large event each.
+	defer store.SetCopyByteBounds(1<<20, 1<<20)()
 	dst, err := store.Open(filepath.Join(t.TempDir(), "copy.db"), store.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
