@@ -116,7 +116,7 @@ func logValue(tx *bolt.Tx, k, v []byte) (full []byte, owned bool, err error) {
 	buf := make([]byte, 0, n)
 	want := uint32(0)
 	c := pb.Cursor()
-	for pk, pv := c.Seek(k); pk != nil && len(pk) == 12 && bytes.Equal(pk[:8], k); pk, pv = c.Next() {
+	for pk, pv := c.Seek(k); len(pk) == 12 && bytes.Equal(pk[:8], k); pk, pv = c.Next() {
 		if got := binary.BigEndian.Uint32(pk[8:]); got != want {
 			return nil, false, fmt.Errorf("%w: part %d missing (part %d follows part %d)", errStub, want, got, int64(want)-1)
 		}
@@ -142,7 +142,7 @@ func deleteParts(tx *bolt.Tx, keys [][]byte) error {
 	var parts [][]byte
 	c := pb.Cursor()
 	for _, k := range keys {
-		for pk, _ := c.Seek(k); pk != nil && len(pk) == 12 && bytes.Equal(pk[:8], k); pk, _ = c.Next() {
+		for pk, _ := c.Seek(k); len(pk) == 12 && bytes.Equal(pk[:8], k); pk, _ = c.Next() {
 			parts = append(parts, bytes.Clone(pk))
 		}
 	}
