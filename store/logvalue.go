@@ -29,8 +29,7 @@ const (
 	// stubLen is a stub's length: 0x00 (no JSON value starts with it)
 	// and the value's length, 8 bytes big-endian.
 	stubLen = 9
-	// maxStoredValue bounds the length a stub may claim (a damaged stub
-	// must not make a reader allocate without bound).
+	// maxStoredValue bounds the length a stub may claim.
 	maxStoredValue = 1 << 30
 	// schemaOutOfLine is the schema version of a file that holds
 	// out-of-line values.
@@ -113,7 +112,9 @@ func logValue(tx *bolt.Tx, k, v []byte) (full []byte, owned bool, err error) {
 	if pb == nil {
 		return nil, false, fmt.Errorf("%w: bucket %q missing", errStub, BucketLogParts)
 	}
-	buf := make([]byte, 0, n)
+	// Grown as the parts come, from at most 16 MiB: a damaged stub that
+	// claims a gigabyte costs what its parts hold, not the gigabyte.
+	buf := make([]byte, 0, min(n, 16<<20))
 	want := uint32(0)
 	c := pb.Cursor()
 	for pk, pv := c.Seek(k); len(pk) == 12 && bytes.Equal(pk[:8], k); pk, pv = c.Next() {

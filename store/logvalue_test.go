@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -272,5 +273,38 @@ func TestInPlaceLargeValuesStillRead(t *testing.T) {
 	}
 	if _, parts, schema := rawLog(t, s); schema != 2 || parts[got[0].Seq] == 0 {
 		t.Fatalf("after a large append: schema %d, parts %v", schema, parts)
+	}
+}
+
+// TestOutOfLineStubClaimingTooMuch: a damaged stub that claims a
+// gigabyte, over parts that hold a few kilobytes, is damage, and
+// reading it does not allocate the gigabyte.
+func TestOutOfLineStubClaimingTooMuch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.db")
+	s, err := store.Open(path, store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Append(t.Context(), largeEvent(t, 1, 40_000)); err != nil {
+		t.Fatal(err)
+	}
+	err = s.DB().Update(func(tx *bolt.Tx) error {
+		stub := make([]byte, 9)
+		binary.BigEndian.PutUint64(stub[1:], 1<<30)
+		return tx.Bucket([]byte(store.BucketLog)).Put(key(1), stub)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = s.Get(1)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, store.ErrCorrupt) {
+		t.Fatalf("get of a stub claiming 1 GiB: %v, want ErrCorrupt", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
+		t.Fatalf("reading a stub that claims 1 GiB allocated %d bytes", got)
 	}
 }
