@@ -46,6 +46,18 @@ func rawLog(t *testing.T, s *store.Store) (vals map[uint64][]byte, parts map[uin
 	return vals, parts, schema
 }
 
+// openTemp opens a store in a new temporary directory, closed when the
+// test ends.
+func openTemp(t *testing.T) *store.Store {
+	t.Helper()
+	s, err := store.Open(filepath.Join(t.TempDir(), "j.db"), store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // sameEvents fails unless got are want, byte for byte where it counts.
 func sameEvents(t *testing.T, got, want []events.Envelope) {
 	t.Helper()
@@ -174,12 +186,7 @@ func TestOutOfLineValues(t *testing.T) {
 // TestOutOfLineDamage: a missing part of an out-of-line value is damage
 // that Verify names and a read refuses, not a shorter event.
 func TestOutOfLineDamage(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "j.db")
-	s, err := store.Open(path, store.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	for i := range 3 {
 		e := sweepEvent(t, 2, time.Now())
 		if i == 1 {
@@ -189,7 +196,7 @@ func TestOutOfLineDamage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	err = s.DB().Update(func(tx *bolt.Tx) error {
+	err := s.DB().Update(func(tx *bolt.Tx) error {
 		return tx.Bucket([]byte(store.BucketLogParts)).Delete(append(key(2), 0, 0, 0, 5))
 	})
 	if err != nil {
@@ -280,16 +287,11 @@ func TestInPlaceLargeValuesStillRead(t *testing.T) {
 // gigabyte, over parts that hold a few kilobytes, is damage, and
 // reading it does not allocate the gigabyte.
 func TestOutOfLineStubClaimingTooMuch(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "j.db")
-	s, err := store.Open(path, store.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	if _, err := s.Append(t.Context(), largeEvent(t, 1, 40_000)); err != nil {
 		t.Fatal(err)
 	}
-	err = s.DB().Update(func(tx *bolt.Tx) error {
+	err := s.DB().Update(func(tx *bolt.Tx) error {
 		stub := make([]byte, 9)
 		binary.BigEndian.PutUint64(stub[1:], 1<<30)
 		return tx.Bucket([]byte(store.BucketLog)).Put(key(1), stub)
