@@ -235,7 +235,6 @@ func (s *Store) commit(batch []*request) {
 			results []result
 			failed  = -1
 			failErr error
-			large   bool // a value of largeValue bytes or more was put, or is at the log's end
 		)
 		s.writeMu.Lock()
 		if err := s.Err(); err != nil {
@@ -254,14 +253,11 @@ func (s *Store) commit(batch []*request) {
 			lb := tx.Bucket(bLog)
 			lb.FillPercent = logFillPercent
 			now := time.Now()
-			large = false
 			for i, r := range pending {
 				items, err := s.resolve(tx, r, now)
 				var evs []events.Envelope
 				if err == nil {
-					var l bool
-					evs, l, err = appendTx(lb, &tip, items)
-					large = large || l
+					evs, err = appendTx(lb, &tip, items)
 				}
 				if err != nil {
 					failed, failErr = i, err
@@ -283,9 +279,6 @@ func (s *Store) commit(batch []*request) {
 			s.headHash = tip.hash
 			s.head.Store(tip.seq)
 			s.writeMu.Unlock()
-			if large {
-				s.releaseAfterLarge() // before the callers go on: their next read finds the map clear
-			}
 			for i, r := range pending {
 				r.done <- results[i]
 			}
@@ -342,25 +335,23 @@ func callDecide(decide func(*bolt.Tx) ([]events.Envelope, error), tx *bolt.Tx) (
 }
 
 // appendTx seals items onto the chain at tip, puts them in lb and
-// returns the stored envelopes, and whether one of them was a value of
-// largeValue bytes or more. items keep what sealing them again takes
+// returns the stored envelopes. items keep what sealing them again takes
 // (a retried batch): only a large body is dropped, and such an item is
 // then encoded in full.
-func appendTx(lb *bolt.Bucket, tip *chain, items []item) (out []events.Envelope, large bool, err error) {
-	large = largeAtEnd(lb)
-	out = make([]events.Envelope, len(items))
+func appendTx(lb *bolt.Bucket, tip *chain, items []item) ([]events.Envelope, error) {
+	out := make([]events.Envelope, len(items))
 	for i, it := range items {
 		seq, err := lb.NextSequence()
 		if err != nil {
-			return nil, false, fmt.Errorf("store: append: next sequence: %w", err)
+			return nil, fmt.Errorf("store: append: next sequence: %w", err)
 		}
 		if seq != tip.seq+1 {
-			return nil, false, fmt.Errorf("store: append: log sequence %d does not follow head %d: %w", seq, tip.seq, ErrCorrupt)
+			return nil, fmt.Errorf("store: append: log sequence %d does not follow head %d: %w", seq, tip.seq, ErrCorrupt)
 		}
 		it.e.Seq = seq
 		val, sum, err := seal(&it, tip.hash, tip.raw[:])
 		if err != nil {
-			return nil, false, fmt.Errorf("store: append: %w: %w", ErrBadEnvelope, err)
+			return nil, fmt.Errorf("store: append: %w: %w", ErrBadEnvelope, err)
 		}
 		if len(it.body) >= dropBody {
 			// Sealed into val, a large body (a flow window's: megabytes)
@@ -368,14 +359,13 @@ func appendTx(lb *bolt.Bucket, tip *chain, items []item) (out []events.Envelope,
 			// batch), the item is encoded in full.
 			items[i].body = nil
 		}
-		large = large || len(val) >= largeValue
 		if err := putLogValue(lb.Tx(), lb, seqKey(seq), val); err != nil {
-			return nil, false, fmt.Errorf("store: append seq %d: %w", seq, err)
+			return nil, fmt.Errorf("store: append seq %d: %w", seq, err)
 		}
 		out[i] = it.e
 		tip.seq, tip.hash, tip.raw = seq, it.e.Hash, sum
 	}
-	return out, large, nil
+	return out, nil
 }
 
 // seal sets it.e's PrevHash and Hash (as events.Envelope.Seal would) and
@@ -411,44 +401,6 @@ func seal(it *item, prev string, prevRaw []byte) ([]byte, [sha256.Size]byte, err
 	c = append(c, `,"hash":"`...)
 	c = append(c, e.Hash...)
 	return append(c, `"}`...), sum, nil
-}
-
-// largeAtEnd reports whether one of the last leafSharers values of the
-// log is of largeValue bytes or more, stored in place by a build before
-// out-of-line values (logvalue.go): an append writes the leaf that
-// holds them again, reading them through the map. It reads only their
-// lengths, not their pages.
-func largeAtEnd(lb *bolt.Bucket) bool {
-	c := lb.Cursor()
-	k, v := c.Last()
-	for range leafSharers {
-		if k == nil {
-			return false
-		}
-		if len(v) >= largeValue {
-			return true
-		}
-		k, v = c.Prev()
-	}
-	return false
-}
-
-// leafSharers is how many values bbolt may keep in one leaf however
-// large they are: it splits a leaf only past twice its minimum of two
-// keys a page.
-const leafSharers = 4
-
-// releaseAfterLarge drops the file's pages from the memory map after a
-// commit that put a large value (a flow window's event) or appended
-// beside one stored in place by an earlier build. bbolt writes a leaf
-// page whole, and splits a leaf only past four values however large
-// they are: such a commit reads the values the new ones share their
-// leaf with (up to three window events, megabytes each) through the
-// map to write them again, and those pages would stay mapped in the
-// process until the next release. A failure is harmless (the pages
-// stay mapped).
-func (s *Store) releaseAfterLarge() {
-	_ = safeView(s.db, ReleaseMappedTx)
 }
 
 // dropBody is the size from which appendTx drops an item's body once

@@ -207,7 +207,7 @@ func TestAppendTxDropsLargeBodies(t *testing.T) {
 			}
 			tip := chain{hash: events.ZeroHash}
 			copy(tip.raw[:], hashBytes(tip.hash))
-			if _, _, err := appendTx(lb, &tip, items); err != nil {
+			if _, err := appendTx(lb, &tip, items); err != nil {
 				return err
 			}
 			for i := range items {

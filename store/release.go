@@ -56,11 +56,11 @@ func ReleaseMappedTx(tx *bolt.Tx) error {
 	return nil
 }
 
-// largeValue is the size from which reading a value from the log, or
-// appending one or beside one, releases the map once done: a flow
-// window's event, up to megabytes that the kernel would otherwise keep
-// mapped in the process until the next release (with the large folios
-// of recent kernels' page cache, a read maps up to 2 MiB around what it
-// touches, so the whole map is released rather than the value's
-// pages).
+// largeValue is the size from which a value is stored out of line
+// (logvalue.go), and reading one from the log releases the map once
+// done: a flow window's event, up to megabytes of parts that the kernel
+// would otherwise keep mapped in the process until the next release
+// (with the large folios of recent kernels' page cache, a read maps up
+// to 2 MiB around what it touches, so the whole map is released rather
+// than the value's pages).
 const largeValue = 256 << 10

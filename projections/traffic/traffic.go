@@ -131,17 +131,14 @@ type Options struct {
 
 // releaseSeeks is how many seeks into earlier minutes a window's writer
 // makes between two releases of the mapped pages (Options.ReleaseMapped)
-// within a part. Each seek reads a leaf page of the hour and the kernel
-// maps 64 KiB around it: a small window late in the hour is one part
-// whose addresses have rows in every earlier minute, and its seeks
-// mapped 45 MB of the database at once in the memory run (its fourth
-// window, three minutes into the hour), more than the part's own rows.
-// A seek maps the root, branch and leaf pages on its way (16 KiB each,
-// with 64 KiB around each, or the whole large folio of the page cache
-// that holds them, up to 2 MiB, on recent kernels): releasing every 256 seeks, 5.5–15 MB of the
-// file were mapped at the windows of a memory run (sampled every 50 ms);
-// every 32, 0.6–10 MB (the rest is the commit's: bbolt writes each dirty
-// leaf from the values it maps), for 4 % more time a window (`-bench
+// within a part. A seek maps the root, branch and leaf pages on its way
+// (16 KiB each), and the kernel maps more around each: 64 KiB, or the
+// whole large folio of the page cache that holds it, up to 2 MiB, on
+// recent kernels. A small window late in the hour is one part whose
+// addresses have rows in every earlier minute: with no release between
+// seeks it mapped 45 MB of the database at once in the memory run;
+// releasing every 256 seeks, 5.5–15 MB at the windows (sampled every
+// 50 ms); every 32, 0.6–10 MB, for 4 % more time a window (`-bench
 // ApplyWindows`: 332 → 345 ms; every 8: 384 ms).
 var releaseSeeks = 32
 
