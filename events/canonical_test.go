@@ -14,7 +14,11 @@ func spliced(e Envelope, p []byte) ([]byte, bool) {
 	if !compactSafe(p) || !json.Valid(p) {
 		return nil, false
 	}
-	return spliceCanonical(e.canonical(p))
+	pre, post, ok := splitCanonical(e.canonical(p))
+	if !ok {
+		return nil, false
+	}
+	return append(append(append([]byte{}, pre...), p...), post...), true
 }
 
 // marshaled is the canonical bytes as encoding/json writes them.
@@ -80,9 +84,21 @@ func TestCanonicalSplice(t *testing.T) {
 	if string(got) != string(want) {
 		t.Fatal("a large payload's canonical bytes differ from encoding/json's")
 	}
+	// CanonicalSplit gives the bytes around the same payload, which it
+	// leaves where it is.
+	pre, post, ok := e.CanonicalSplit()
+	if !ok || string(pre)+big+string(post) != string(want) {
+		t.Fatalf("split (%v): %.80s … %s", ok, pre, post)
+	}
 	e.Payload = json.RawMessage(`{"rows": 1` + strings.Repeat(" ", spliceMin) + `}`)
 	if got, err := e.CanonicalBytes(); err != nil || !strings.Contains(string(got), `"payload":{"rows":1}`) {
 		t.Fatalf("a large payload with whitespace: %v", err)
+	}
+	for _, p := range []string{string(e.Payload), `{"rows":"AAAA"}`, big[:len(big)-1]} {
+		e.Payload = json.RawMessage(p)
+		if _, _, ok := e.CanonicalSplit(); ok {
+			t.Fatalf("split a payload of %d bytes that CanonicalBytes would not splice", len(p))
+		}
 	}
 }
 

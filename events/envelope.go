@@ -66,8 +66,11 @@ func (e *Envelope) CanonicalBytes() ([]byte, error) {
 	}
 	c := e.canonical(p)
 	if len(p) >= spliceMin && compactSafe(p) && json.Valid(p) {
-		if b, ok := spliceCanonical(c); ok {
-			return b, nil
+		if pre, post, ok := splitCanonical(c); ok {
+			b := make([]byte, 0, len(pre)+len(p)+len(post))
+			b = append(b, pre...)
+			b = append(b, p...)
+			return append(b, post...), nil
 		}
 	}
 	b, err := json.Marshal(c)
@@ -94,34 +97,47 @@ func (e *Envelope) canonical(p json.RawMessage) canonical {
 // size and more, live while the event is appended.
 const spliceMin = 64 << 10
 
-// spliceCanonical encodes c with encoding/json but for its payload, which
-// it splices in as it is: the same bytes as json.Marshal(c) when the
-// payload is valid and compactSafe. ok is false when the encoding does
-// not end as expected (the caller then uses json.Marshal).
-func spliceCanonical(c canonical) (b []byte, ok bool) {
-	p := c.Payload
+// CanonicalSplit returns e's canonical bytes as the bytes before its
+// payload and the bytes after it, for a payload large enough to splice
+// ([CanonicalBytes] is pre, e.Payload and post): a writer that needs them
+// in one piece copies the payload once, one that does not (the store,
+// which keeps a large value in parts) never. ok is false for a payload
+// under spliceMin, one that is not JSON, or one encoding/json would
+// change (then use CanonicalBytes).
+func (e *Envelope) CanonicalSplit() (pre, post []byte, ok bool) {
+	p := e.Payload
+	if len(p) < spliceMin || !compactSafe(p) || !json.Valid(p) {
+		return nil, nil, false
+	}
+	return splitCanonical(e.canonical(p))
+}
+
+// splitCanonical encodes c with encoding/json but for its payload: the
+// bytes before it and after it, which with the payload as it is are the
+// same bytes as json.Marshal(c) when the payload is valid and
+// compactSafe. ok is false when the encoding does not end as expected
+// (the caller then uses json.Marshal).
+func splitCanonical(c canonical) (pre, post []byte, ok bool) {
 	c.Payload = json.RawMessage("null")
 	head, err := json.Marshal(c)
 	if err != nil {
-		return nil, false
+		return nil, nil, false
 	}
 	ph, err := json.Marshal(c.PrevHash)
 	if err != nil {
-		return nil, false
+		return nil, nil, false
 	}
 	// Payload and PrevHash are canonical's last fields.
 	const mid = `"payload":null,"prev_hash":`
 	tail := len(mid) + len(ph) + 1
 	if len(head) < tail || string(head[len(head)-tail:]) != mid+string(ph)+"}" {
-		return nil, false
+		return nil, nil, false
 	}
-	b = make([]byte, 0, len(head)-len("null")+len(p))
-	b = append(b, head[:len(head)-tail]...)
-	b = append(b, `"payload":`...)
-	b = append(b, p...)
-	b = append(b, `,"prev_hash":`...)
-	b = append(b, ph...)
-	return append(b, '}'), true
+	pre = append(head[:len(head)-tail:len(head)-tail], `"payload":`...)
+	post = make([]byte, 0, len(`,"prev_hash":`)+len(ph)+1)
+	post = append(post, `,"prev_hash":`...)
+	post = append(post, ph...)
+	return pre, append(post, '}'), true
 }
 
 // compactSafe reports whether encoding/json, escaping HTML as Marshal

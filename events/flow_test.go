@@ -2,6 +2,8 @@ package events
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"net/netip"
 	"reflect"
 	"strings"
@@ -136,52 +138,89 @@ func TestTrafficRowsMalformed(t *testing.T) {
 	}
 }
 
-// NewTrafficRecorded writes, from rows packed one at a time, the payload
-// New writes for the same rows listed; it refuses rows given both ways
-// and an address it cannot pack.
-func TestNewTrafficRecordedPacked(t *testing.T) {
+// A TrafficPacker writes, from rows packed one at a time, the payload
+// New writes for the same rows listed, in one buffer made at its final
+// size when told the rows' packed size; it refuses rows given both ways,
+// an address it cannot pack, and rows after its payload was made.
+func TestTrafficPacker(t *testing.T) {
 	at := time.Date(2026, 3, 1, 10, 1, 0, 0, time.UTC)
 	rows := []TrafficRow{
 		{Src: "192.0.2.10", Dst: "198.51.100.7", Proto: 6, Port: 443, Bytes: 1500, Packets: 10, Flows: 2},
 		{Src: "2001:db8::1", Dst: "::ffff:198.51.100.7", Proto: 58, Bytes: 1 << 40, Packets: 1, Flows: 1},
 		{Src: "10.0.0.1", Dst: "2001:db8::2", Proto: 17, Port: 53, Bytes: 0, Packets: 0, Flows: 1},
+		{Src: "2001:db8::3", Dst: "2001:db8::4", Proto: 6, Port: 65535, Bytes: math.MaxUint64, Packets: math.MaxUint64, Flows: math.MaxUint64},
+	}
+	// Enough rows to span several of the packer's chunks, of every
+	// length modulo 3 (base64 groups).
+	for i := range 3000 {
+		rows = append(rows, TrafficRow{
+			Src: fmt.Sprintf("10.1.%d.%d", i>>8, i&255), Dst: fmt.Sprintf("2001:db8::%x", i),
+			Proto: byte(i), Port: uint16(i * 31), Bytes: uint64(i) << (i % 57), Packets: uint64(i * i), Flows: uint64(i % 300),
+		})
 	}
 	head := TrafficRecorded{
 		ScanID: "flowlistener:gw@1", Started: at.Add(-time.Minute), Finished: at, Complete: true, Listen: "[::]:2055",
 		Datagrams: 3, Flows: 5, Drops: map[string]uint64{"rows": 1},
 		Exporters: []TrafficExporter{{Addr: "192.0.2.1", Versions: []int{9}, Domains: 1, Templates: 2, Datagrams: 3, Flows: 5, Sampling: 1}},
 	}
-	for _, n := range []int{0, 1, len(rows)} {
+	for _, n := range []int{0, 1, 2, 3, 4, 200, 201, 202, len(rows)} {
 		listed := head
 		listed.Rows = append(TrafficRows{}, rows[:n]...)
 		want, err := New(KindTrafficRecorded, listed, at)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pk := NewTrafficPacker(n)
-		for _, r := range rows[:n] {
-			a := TrafficRowAddrs{Src: netip.MustParseAddr(r.Src), Dst: netip.MustParseAddr(r.Dst), Proto: r.Proto, Port: r.Port, Bytes: r.Bytes, Packets: r.Packets, Flows: r.Flows}
-			if err := pk.Add(&a); err != nil {
+		addrs := make([]TrafficRowAddrs, n)
+		size := 0
+		for i, r := range rows[:n] {
+			addrs[i] = TrafficRowAddrs{Src: netip.MustParseAddr(r.Src), Dst: netip.MustParseAddr(r.Dst), Proto: r.Proto, Port: r.Port, Bytes: r.Bytes, Packets: r.Packets, Flows: r.Flows}
+			packed, err := appendPackedAddrs(nil, &addrs[i])
+			if err != nil {
 				t.Fatal(err)
 			}
+			if PackedRowLen(&addrs[i]) != len(packed) {
+				t.Fatalf("row %d: PackedRowLen %d, packed %d bytes", i, PackedRowLen(&addrs[i]), len(packed))
+			}
+			size += len(packed)
 		}
-		got, err := NewTrafficRecorded(head, pk, at)
-		if err != nil {
-			t.Fatal(err)
+		for _, hint := range []int{size, 0} {
+			pk, err := NewTrafficPacker(head, hint)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range addrs {
+				if err := pk.Add(&addrs[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := pk.Recorded(at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got.Payload) != string(want.Payload) || got.V != want.V || got.Kind != want.Kind || pk.Len() != n || !got.Time.Equal(at) {
+				t.Fatalf("%d rows (size %d): packed one at a time\n%.300s\nlisted\n%.300s", n, hint, got.Payload, want.Payload)
+			}
+			if hint == size && cap(got.Payload) != len(got.Payload) {
+				t.Fatalf("%d rows: payload of %d bytes in a buffer of %d: not made at its size", n, len(got.Payload), cap(got.Payload))
+			}
+			late := TrafficRowAddrs{Src: netip.MustParseAddr("192.0.2.1"), Dst: netip.MustParseAddr("192.0.2.2")}
+			if err := pk.Add(&late); err == nil {
+				t.Fatal("a row was taken after the payload was made")
+			}
+			if _, err := pk.Recorded(at); err == nil {
+				t.Fatal("a second payload was made")
+			}
 		}
-		if string(got.Payload) != string(want.Payload) || got.V != want.V || got.Kind != want.Kind || pk.Len() != n {
-			t.Fatalf("%d rows: packed one at a time\n%s\nlisted\n%s", n, got.Payload, want.Payload)
-		}
-	}
-	if e, err := NewTrafficRecorded(head, nil, at); err != nil || !strings.Contains(string(e.Payload), `"rows":""`) {
-		t.Fatalf("no packer: %v %s", err, e.Payload)
 	}
 	both := head
 	both.Rows = rows[:1]
-	if _, err := NewTrafficRecorded(both, NewTrafficPacker(0), at); err == nil {
+	if _, err := NewTrafficPacker(both, 0); err == nil {
 		t.Fatal("rows both listed and packed were taken")
 	}
-	pk := NewTrafficPacker(1)
+	pk, err := NewTrafficPacker(head, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, bad := range []TrafficRowAddrs{
 		{Src: netip.MustParseAddr("fe80::1%eth0"), Dst: netip.MustParseAddr("fe80::2")},
 		{Dst: netip.MustParseAddr("192.0.2.1")},
@@ -190,7 +229,8 @@ func TestNewTrafficRecordedPacked(t *testing.T) {
 			t.Fatalf("%v → %v packed", bad.Src, bad.Dst)
 		}
 	}
-	if pk.Len() != 0 || len(pk.raw) != 0 {
-		t.Fatalf("a refused row left %d rows, %d bytes", pk.Len(), len(pk.raw))
+	e, err := pk.Recorded(at)
+	if err != nil || pk.Len() != 0 || !strings.Contains(string(e.Payload), `"rows":""}`) {
+		t.Fatalf("refused rows left %d rows: %v %s", pk.Len(), err, e.Payload)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 )
 
@@ -94,46 +95,40 @@ func appendAddr(b []byte, a netip.Addr) []byte {
 	return append(b, v[:]...)
 }
 
-// TrafficPacker packs a window's rows one at a time, straight from
-// their addresses, for [NewTrafficRecorded]: a window of 166,667 rows
-// packed this way is its 3.4 MB of packed bytes, where the same rows
-// as []TrafficRow are about 22 MB of structs and address strings
-// (parsed again to be packed), all live at once while a window is
-// handed over, serve's busiest moment.
+// TrafficPacker writes a traffic.recorded payload whose rows are added
+// one at a time, straight from their addresses, each packed and
+// base64-encoded into the payload as it is added: a window of 166,667
+// rows is its 4.5 MB payload and nothing beside it, where the same rows
+// as []TrafficRow are about 22 MB of structs and address strings (parsed
+// again to be packed), and packed first and encoded after, 3.4 MB more,
+// all live at once while a window is handed over, serve's busiest
+// moment. The payload is byte for byte the one [New] writes for the same
+// rows listed in Rows.
 type TrafficPacker struct {
-	raw []byte
-	n   int
+	payload []byte // the payload so far: its head, then the rows' base64
+	// raw holds packed rows not yet encoded: fewer than packChunk bytes,
+	// and after a flush fewer than 3 (base64 encodes whole groups of 3).
+	raw  []byte
+	n    int
+	done bool
 }
 
-// NewTrafficPacker returns a packer with room for about n rows.
-func NewTrafficPacker(n int) *TrafficPacker {
-	return &TrafficPacker{raw: make([]byte, 0, n*20)}
-}
+// packChunk is how many packed bytes a packer gathers before it encodes
+// them: encoding a row at a time would call the encoder 166,667 times a
+// window.
+const packChunk = 4095 // a multiple of 3
 
-// Add packs r after the rows added before it. A row whose addresses
-// are not both valid and without a zone is an error, and not added.
-func (k *TrafficPacker) Add(r *TrafficRowAddrs) error {
-	raw, err := appendPackedAddrs(k.raw, r)
-	if err != nil {
-		return fmt.Errorf("events: traffic row %d: %w", k.n, err)
-	}
-	k.raw = raw
-	k.n++
-	return nil
-}
+// rowsKey opens the rows' string: Rows is TrafficRecorded's last field,
+// so New writes it last.
+const rowsKey = `,"rows":"`
 
-// Len is the number of rows added.
-func (k *TrafficPacker) Len() int { return k.n }
-
-// NewTrafficRecorded is [New] for a traffic.recorded whose rows were
-// packed by rows instead of listed in p.Rows (which must be empty). The
-// payload is byte for byte the one New writes for p with the same rows
-// in p.Rows (none for a nil rows), built in one buffer of its size:
-// encoding/json would hold the rows' base64 three times over (the
-// marshaler's result, its growing buffer, the copy it returns).
-func NewTrafficRecorded(p TrafficRecorded, rows *TrafficPacker, t time.Time) (Envelope, error) {
+// NewTrafficPacker returns a packer of p's payload (p.Rows must be
+// empty), with room for size bytes of packed rows, the sum of
+// [PackedRowLen] over the rows to come: made once at its final size, the
+// payload is not grown by copying (more rows still fit, at that cost).
+func NewTrafficPacker(p TrafficRecorded, size int) (*TrafficPacker, error) {
 	if len(p.Rows) > 0 {
-		return Envelope{}, fmt.Errorf("events: new %s: rows both listed and packed", KindTrafficRecorded)
+		return nil, fmt.Errorf("events: new %s: rows both listed and packed", KindTrafficRecorded)
 	}
 	// Everything but the rows: a shallower field named rows hides
 	// TrafficRecorded's, and being nil and omitempty it is left out.
@@ -142,21 +137,86 @@ func NewTrafficRecorded(p TrafficRecorded, rows *TrafficPacker, t time.Time) (En
 		Rows *struct{} `json:"rows,omitempty"`
 	}{TrafficRecorded: p})
 	if err != nil || len(head) < 2 || head[len(head)-1] != '}' {
-		return Envelope{}, fmt.Errorf("events: encode %s payload: %v", KindTrafficRecorded, err)
+		return nil, fmt.Errorf("events: encode %s payload: %v", KindTrafficRecorded, err)
 	}
-	var raw []byte
-	if rows != nil {
-		raw = rows.raw
-	}
-	// Rows is TrafficRecorded's last field, so New writes it last.
-	const key = `,"rows":"`
-	b64 := base64.StdEncoding.EncodedLen(len(raw))
-	payload := make([]byte, 0, len(head)+len(key)+b64+2)
+	size = max(size, 0)
+	payload := make([]byte, 0, len(head)-1+len(rowsKey)+base64.StdEncoding.EncodedLen(size)+2)
 	payload = append(payload, head[:len(head)-1]...)
-	payload = append(payload, key...)
-	payload = payload[:len(payload)+b64]
-	base64.StdEncoding.Encode(payload[len(payload)-b64:], raw)
-	payload = append(payload, `"}`...)
+	payload = append(payload, rowsKey...)
+	return &TrafficPacker{payload: payload, raw: make([]byte, 0, packChunk+maxPackedRow)}, nil
+}
+
+// maxPackedRow is the longest packed row: flags, two IPv6 addresses, the
+// protocol, a port's uvarint (3) and three uint64s' (10 each).
+const maxPackedRow = 1 + 16 + 16 + 1 + 3 + 3*binary.MaxVarintLen64
+
+// PackedRowLen is the length of r packed (for [NewTrafficPacker]'s
+// size); r's addresses are taken as valid.
+func PackedRowLen(r *TrafficRowAddrs) int {
+	n := 1 + 4 + 4 + 1 + uvarintLen(uint64(r.Port)) + uvarintLen(r.Bytes) + uvarintLen(r.Packets) + uvarintLen(r.Flows)
+	if !r.Src.Is4() {
+		n += 12
+	}
+	if !r.Dst.Is4() {
+		n += 12
+	}
+	return n
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
+// Add packs r after the rows added before it. A row whose addresses
+// are not both valid and without a zone is an error, and not added.
+func (k *TrafficPacker) Add(r *TrafficRowAddrs) error {
+	if k.done {
+		return fmt.Errorf("events: traffic row %d: added after the payload was made", k.n)
+	}
+	raw, err := appendPackedAddrs(k.raw, r)
+	if err != nil {
+		return fmt.Errorf("events: traffic row %d: %w", k.n, err)
+	}
+	k.raw = raw
+	k.n++
+	if len(k.raw) >= packChunk {
+		k.flush(false)
+	}
+	return nil
+}
+
+// flush encodes the packed rows gathered, all of them when last, else
+// their whole groups of 3 (the rest waits for the next rows).
+func (k *TrafficPacker) flush(last bool) {
+	m := len(k.raw)
+	if !last {
+		m -= m % 3
+	}
+	enc := base64.StdEncoding.EncodedLen(m)
+	off := len(k.payload)
+	k.payload = slices.Grow(k.payload, enc)[:off+enc]
+	base64.StdEncoding.Encode(k.payload[off:], k.raw[:m])
+	k.raw = k.raw[:copy(k.raw, k.raw[m:])]
+}
+
+// Len is the number of rows added.
+func (k *TrafficPacker) Len() int { return k.n }
+
+// Recorded returns the traffic.recorded of the rows added, at t (now
+// when zero). The packer's work ends there: it takes no more rows.
+func (k *TrafficPacker) Recorded(t time.Time) (Envelope, error) {
+	if k.done {
+		return Envelope{}, fmt.Errorf("events: new %s: the packer's payload was already made", KindTrafficRecorded)
+	}
+	k.flush(true)
+	k.done = true
+	payload := append(k.payload, `"}`...)
+	k.payload, k.raw = nil, nil
 	spec, ok := Lookup(KindTrafficRecorded)
 	if !ok {
 		return Envelope{}, fmt.Errorf("events: new %q: %w", KindTrafficRecorded, ErrUnknownKind)

@@ -124,15 +124,22 @@ func PackedTrafficRows(payload []byte) ([]byte, error) {
 	}
 	// v2's rows are about three quarters of the payload (base64), v1's
 	// fewer: made once rather than grown by copying.
-	pk := &TrafficPacker{raw: make([]byte, 0, len(payload)*3/4+16)}
+	raw := make([]byte, 0, len(payload)*3/4+16)
+	n := 0
 	err := EachTrafficRow(payload, func(r *TrafficRowAddrs) error {
 		r.Src, r.Dst = r.Src.WithZone(""), r.Dst.WithZone("")
-		return pk.Add(r)
+		b, err := appendPackedAddrs(raw, r)
+		if err != nil {
+			return fmt.Errorf("events: traffic row %d: %w", n, err)
+		}
+		raw = b
+		n++
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return pk.raw, nil
+	return raw, nil
 }
 
 // packedString returns the decoded base64 of a payload's rows when they

@@ -118,6 +118,12 @@ func (s *Store) submit(ctx context.Context, r *request) ([]events.Envelope, erro
 type item struct {
 	e    events.Envelope
 	body []byte // canonical bytes from after the seq value to before "prev_hash"; nil: encode in full
+	// split is set for a large payload spliced as it is (a flow window's:
+	// megabytes): the canonical bytes from after the seq value to before
+	// "prev_hash" are pre, e.Payload and post, and the payload is stored
+	// from where it is, never copied into a body or a value (body is nil).
+	split     bool
+	pre, post []byte
 }
 
 // prepare validates e and fills ID and Time. It does not touch Seq or
@@ -152,11 +158,16 @@ func (s *Store) prepare(e events.Envelope, now time.Time) (item, error) {
 	if y := e.Time.Year(); y < 0 || y > 9999 {
 		return item{}, fmt.Errorf("%s: time %s outside years 0..9999: %w", e.Kind, e.Time, ErrBadEnvelope)
 	}
+	it := item{e: e}
+	if it.pre, it.post, it.split = canonicalSplit(e); it.split {
+		return it, nil
+	}
 	body, err := canonicalBody(e)
 	if err != nil {
 		return item{}, fmt.Errorf("%s: %w: %w", e.Kind, ErrBadEnvelope, err) // payload is not JSON
 	}
-	return item{e: e, body: body}, nil
+	it.body = body
+	return it, nil
 }
 
 const (
@@ -179,6 +190,20 @@ func canonicalBody(e events.Envelope) ([]byte, error) {
 		return nil, nil
 	}
 	return c[len(head) : len(c)-len(tail)], nil
+}
+
+// canonicalSplit is canonicalBody for a payload large enough to splice:
+// the bytes before and after the payload, between the seq value and
+// "prev_hash". ok is false when the payload is not spliced or the layout
+// is not the one expected (canonicalBody then encodes it).
+func canonicalSplit(e events.Envelope) (pre, post []byte, ok bool) {
+	e.Seq, e.PrevHash = 0, events.ZeroHash
+	p, q, ok := e.CanonicalSplit()
+	head, tail := canonicalHead+"0", prevField+events.ZeroHash+`"}`
+	if !ok || !bytes.HasPrefix(p, []byte(head+",")) || !bytes.HasSuffix(q, []byte(tail)) {
+		return nil, nil, false
+	}
+	return p[len(head):], q[:len(q)-len(tail)], true
 }
 
 // writer is the one goroutine that commits: it takes whatever is queued
@@ -354,9 +379,11 @@ func appendTx(lb *bolt.Bucket, tip *chain, items []item) ([]events.Envelope, err
 			return nil, fmt.Errorf("store: append: %w: %w", ErrBadEnvelope, err)
 		}
 		if len(it.body) >= dropBody {
-			// Sealed into val, a large body (a flow window's: megabytes)
-			// can go while the batch commits; sealed again (a retried
-			// batch), the item is encoded in full.
+			// Sealed into val, a large body (a large payload not spliced:
+			// one with whitespace, say) can go while the batch commits;
+			// sealed again (a retried batch), the item is encoded in full.
+			// A split item has no body to drop: its payload is the
+			// event's own.
 			items[i].body = nil
 		}
 		if err := putLogValue(lb.Tx(), lb, seqKey(seq), val); err != nil {
@@ -371,13 +398,28 @@ func appendTx(lb *bolt.Bucket, tip *chain, items []item) ([]events.Envelope, err
 // seal sets it.e's PrevHash and Hash (as events.Envelope.Seal would) and
 // returns the value to store, which is byte for byte json.Marshal(it.e):
 // the canonical bytes are that encoding without the trailing hash field.
-// It also returns the raw hash, the next event's prevRaw.
-func seal(it *item, prev string, prevRaw []byte) ([]byte, [sha256.Size]byte, error) {
+// A split item's value is in three pieces, the middle one its payload
+// where it is; any other's is one. It also returns the raw hash, the
+// next event's prevRaw.
+func seal(it *item, prev string, prevRaw []byte) (value, [sha256.Size]byte, error) {
 	var sum [sha256.Size]byte
 	e := &it.e
 	e.PrevHash = prev
-	var c []byte // canonical bytes without the closing brace
-	if it.body != nil {
+	// The canonical bytes without the closing brace: c, then for a split
+	// item the payload and tail.
+	var c, tail []byte
+	switch {
+	case it.split:
+		c = make([]byte, 0, len(canonicalHead)+20+len(it.pre))
+		c = append(c, canonicalHead...)
+		c = strconv.AppendUint(c, e.Seq, 10)
+		c = append(c, it.pre...)
+		tail = make([]byte, 0, len(it.post)+len(prevField)+len(prev)+len(hashField)+2*sha256.Size+4)
+		tail = append(tail, it.post...)
+		tail = append(tail, prevField...)
+		tail = append(tail, prev...)
+		tail = append(tail, '"')
+	case it.body != nil:
 		c = make([]byte, 0, len(it.body)+256)
 		c = append(c, canonicalHead...)
 		c = strconv.AppendUint(c, e.Seq, 10)
@@ -385,23 +427,35 @@ func seal(it *item, prev string, prevRaw []byte) ([]byte, [sha256.Size]byte, err
 		c = append(c, prevField...)
 		c = append(c, prev...)
 		c = append(c, '"')
-	} else {
+	default:
 		full, err := e.CanonicalBytes()
 		if err != nil {
-			return nil, sum, err
+			return value{}, sum, err
 		}
 		c = append(make([]byte, 0, len(full)+128), full[:len(full)-1]...)
 	}
 	h := sha256.New()
 	h.Write(prevRaw)
 	h.Write(c)
+	if it.split {
+		h.Write(e.Payload)
+		h.Write(tail)
+	}
 	h.Write([]byte{'}'})
 	h.Sum(sum[:0])
 	e.Hash = hex.EncodeToString(sum[:])
-	c = append(c, `,"hash":"`...)
+	if it.split {
+		tail = append(tail, hashField...)
+		tail = append(tail, e.Hash...)
+		return value{c, e.Payload, append(tail, `"}`...)}, sum, nil
+	}
+	c = append(c, hashField...)
 	c = append(c, e.Hash...)
-	return append(c, `"}`...), sum, nil
+	return value{append(c, `"}`...)}, sum, nil
 }
+
+// hashField opens the stored value's last field.
+const hashField = `,"hash":"`
 
 // dropBody is the size from which appendTx drops an item's body once
 // sealed.
@@ -411,7 +465,7 @@ const dropBody = 64 << 10
 func storedValue(canonical []byte, hash string) []byte {
 	v := make([]byte, 0, len(canonical)+len(hash)+10)
 	v = append(v, canonical[:len(canonical)-1]...)
-	v = append(v, `,"hash":"`...)
+	v = append(v, hashField...)
 	v = append(v, hash...)
 	return append(v, `"}`...)
 }

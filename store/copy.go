@@ -192,7 +192,7 @@ func (s *Store) CopyLogFunc(dst *Store, until time.Time, fn func(evs []events.En
 				lb := dtx.Bucket(bLog)
 				lb.FillPercent = logFillPercent
 				for i := range keys {
-					if err := putLogValue(dtx, lb, keys[i], vals[i]); err != nil {
+					if err := putLogValue(dtx, lb, keys[i], value{vals[i]}); err != nil {
 						return err
 					}
 				}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ func sealed(t testing.TB, e events.Envelope) (events.Envelope, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if it.body == nil {
+	if it.body == nil && !it.split {
 		t.Error("prepare did not pre-encode the canonical body: the writer would encode in full")
 	}
 	it.e.Seq = 1
@@ -36,10 +37,11 @@ func sealed(t testing.TB, e events.Envelope) (events.Envelope, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(v, vs) {
-		t.Errorf("spliced value\n%s\nfull encoding\n%s", v, vs)
+	b, bs := v.slice(0, v.size()), vs.slice(0, vs.size())
+	if !bytes.Equal(b, bs) {
+		t.Errorf("spliced value\n%s\nfull encoding\n%s", b, bs)
 	}
-	return it.e, v
+	return it.e, b
 }
 
 func TestSealIsEnvelopeJSON(t *testing.T) {
@@ -189,8 +191,13 @@ func TestAppendTxDropsLargeBodies(t *testing.T) {
 	defer db.Close()
 	s := &Store{reg: events.Default}
 	var items []item
-	for _, n := range []int{10, dropBody} {
-		e := events.MustNew(events.KindTrafficRecorded, events.TrafficRecorded{ScanID: strings.Repeat("x", n)}, time.Now())
+	for _, n := range []int{10, dropBody, -dropBody} {
+		e := events.MustNew(events.KindTrafficRecorded, events.TrafficRecorded{ScanID: strings.Repeat("x", max(n, -n))}, time.Now())
+		if n < 0 {
+			// Whitespace: encoding/json would compact it, so it is not
+			// spliced, and its body is encoded.
+			e.Payload = append(json.RawMessage("{ "), e.Payload[1:]...)
+		}
 		it, err := s.prepare(e, time.Now())
 		if err != nil {
 			t.Fatal(err)
@@ -221,8 +228,9 @@ func TestAppendTxDropsLargeBodies(t *testing.T) {
 		return vals
 	}
 	first := seal()
-	if items[0].body == nil || items[1].body != nil {
-		t.Fatalf("bodies kept: small %v, large %v", items[0].body != nil, items[1].body != nil)
+	if items[0].body == nil || items[1].body != nil || !items[1].split || items[2].body != nil || items[2].split {
+		t.Fatalf("bodies kept: small %v, large spliced %v (split %v), large encoded %v (split %v)",
+			items[0].body != nil, items[1].body != nil, items[1].split, items[2].body != nil, items[2].split)
 	}
 	again := seal()
 	for i := range first {
@@ -236,5 +244,64 @@ func TestAppendTxDropsLargeBodies(t *testing.T) {
 		if h, err := e.ComputeHash(); err != nil || h != e.Hash {
 			t.Fatalf("item %d: hash %s, computed %s (%v)", i, e.Hash, h, err)
 		}
+	}
+}
+
+// A value's slice is its pieces' concatenation from lo to hi, and the
+// piece's own bytes when the range lies in one piece.
+func TestValueSlice(t *testing.T) {
+	v := value{[]byte("abcde"), []byte("fghijkl"), []byte("mno")}
+	all := "abcdefghijklmno"
+	for lo := 0; lo <= len(all); lo++ {
+		for hi := lo; hi <= len(all); hi++ {
+			got := v.slice(lo, hi)
+			if string(got) != all[lo:hi] {
+				t.Fatalf("slice(%d, %d) = %q, want %q", lo, hi, got, all[lo:hi])
+			}
+			if off := 5; lo >= off && hi <= off+7 && lo < hi && &got[0] != &v[1][lo-off] {
+				t.Fatalf("slice(%d, %d) copied bytes that lie in one piece", lo, hi)
+			}
+			if cap(got) > hi-lo {
+				t.Fatalf("slice(%d, %d) has room past its end: an append would write into the next piece", lo, hi)
+			}
+		}
+	}
+	if v.size() != len(all) {
+		t.Fatalf("size %d", v.size())
+	}
+	one := value{[]byte("abc")}
+	if got := one.slice(0, 3); string(got) != "abc" || &got[0] != &one[0][0] {
+		t.Fatalf("a value of one piece: %q, copied", got)
+	}
+	if got := (value{[]byte("ab"), nil, []byte("cd")}).slice(1, 4); string(got) != "bcd" {
+		t.Fatalf("across an empty piece: %q", got)
+	}
+}
+
+// A large payload is sealed and stored from where it is: preparing and
+// sealing a 1 MiB event allocates a few hundred bytes, not the two
+// copies of the payload (its canonical body, then its value) it took.
+func TestSealLeavesLargePayloadInPlace(t *testing.T) {
+	e := events.MustNew(events.KindTrafficRecorded, events.TrafficRecorded{ScanID: strings.Repeat("x", 1<<20)}, time.Now())
+	e.Source = "flowlistener:gw"
+	sealed(t, e) // the pieces make the bytes a full encoding makes
+	s := &Store{reg: events.Default}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	it, err := s.prepare(e, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	it.e.Seq = 1
+	v, _, err := seal(&it, events.ZeroHash, hashBytes(events.ZeroHash))
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !it.split || len(v[1]) != len(e.Payload) || &v[1][0] != &e.Payload[0] {
+		t.Fatalf("the payload is not the value's middle piece (split %v)", it.split)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 16<<10 {
+		t.Fatalf("%d bytes allocated to prepare and seal a %d-byte payload", n, len(e.Payload))
 	}
 }

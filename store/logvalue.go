@@ -46,15 +46,45 @@ var bLogParts = []byte(BucketLogParts)
 // out-of-line value.
 func isStub(v []byte) bool { return len(v) > 0 && v[0] == 0 }
 
+// value is a log value given as the pieces it is made of (a sealed
+// flow window's: the bytes before its payload, the payload where it is,
+// the bytes after), stored as their concatenation.
+type value [3][]byte
+
+// size is the value's length.
+func (v value) size() int { return len(v[0]) + len(v[1]) + len(v[2]) }
+
+// slice returns the value's bytes from lo to hi: a slice of a piece when
+// they lie in one, else a copy.
+func (v value) slice(lo, hi int) []byte {
+	off := 0
+	for _, p := range v {
+		if lo >= off && hi <= off+len(p) {
+			return p[lo-off : hi-off : hi-off]
+		}
+		off += len(p)
+	}
+	b := make([]byte, 0, hi-lo)
+	off = 0
+	for _, p := range v {
+		if l, h := max(lo-off, 0), min(hi-off, len(p)); l < h {
+			b = append(b, p[l:h]...)
+		}
+		off += len(p)
+	}
+	return b
+}
+
 // putLogValue stores val under k in the log bucket lb of tx: in place,
 // or out of line when it is large. bbolt keeps val's bytes (not a copy)
 // until the commit: the caller must not change them.
-func putLogValue(tx *bolt.Tx, lb *bolt.Bucket, k, val []byte) error {
-	if len(val) < largeValue {
-		return lb.Put(k, val)
+func putLogValue(tx *bolt.Tx, lb *bolt.Bucket, k []byte, val value) error {
+	size := val.size()
+	if size < largeValue {
+		return lb.Put(k, val.slice(0, size))
 	}
-	if len(val) > maxStoredValue {
-		return fmt.Errorf("a stored value of %d bytes (at most %d)", len(val), maxStoredValue)
+	if size > maxStoredValue {
+		return fmt.Errorf("a stored value of %d bytes (at most %d)", size, maxStoredValue)
 	}
 	pb, err := tx.CreateBucketIfNotExists(bLogParts)
 	if err != nil {
@@ -64,18 +94,18 @@ func putLogValue(tx *bolt.Tx, lb *bolt.Bucket, k, val []byte) error {
 	if err := raiseSchema(tx, schemaOutOfLine); err != nil {
 		return err
 	}
-	n := (len(val) + partSize - 1) / partSize
+	n := (size + partSize - 1) / partSize
 	keys := make([]byte, n*12)
 	for i := range n {
 		pk := keys[i*12 : i*12+12 : i*12+12]
 		copy(pk, k)
 		binary.BigEndian.PutUint32(pk[8:], uint32(i))
-		if err := pb.Put(pk, val[i*partSize:min((i+1)*partSize, len(val))]); err != nil {
+		if err := pb.Put(pk, val.slice(i*partSize, min((i+1)*partSize, size))); err != nil {
 			return fmt.Errorf("part %d: %w", i, err)
 		}
 	}
 	stub := make([]byte, stubLen)
-	binary.BigEndian.PutUint64(stub[1:], uint64(len(val)))
+	binary.BigEndian.PutUint64(stub[1:], uint64(size))
 	return lb.Put(k, stub)
 }
 

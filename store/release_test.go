@@ -156,9 +156,12 @@ func TestNoRemapAsTheFileGrows(t *testing.T) {
 
 // largeEvent is a traffic.recorded of n packed rows (about 20 bytes of
 // payload each), made from i so that two differ.
-func largeEvent(t *testing.T, i, n int) events.Envelope {
+func largeEvent(t testing.TB, i, n int) events.Envelope {
 	t.Helper()
-	rows := events.NewTrafficPacker(n)
+	rows, err := events.NewTrafficPacker(events.TrafficRecorded{ScanID: fmt.Sprint("w", i)}, n*20)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for r := range n {
 		if err := rows.Add(&events.TrafficRowAddrs{
 			Src:   netip.AddrFrom4([4]byte{10, byte(i), byte(r >> 8), byte(r)}),
@@ -168,7 +171,7 @@ func largeEvent(t *testing.T, i, n int) events.Envelope {
 			t.Fatal(err)
 		}
 	}
-	e, err := events.NewTrafficRecorded(events.TrafficRecorded{ScanID: fmt.Sprint("w", i)}, rows, time.Time{})
+	e, err := rows.Recorded(time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}

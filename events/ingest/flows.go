@@ -34,24 +34,43 @@ func FlowEvent(w *sources.FlowWindow, source string) (events.Envelope, error) {
 			Restarts: e.Restarts, Held: e.Held,
 		})
 	}
-	// The rows are packed straight from the listener's table: as
-	// []TrafficRow (two strings a row) a window of 166,667 rows would
-	// hold about 22 MB more while it is handed over.
-	rows := events.NewTrafficPacker(w.NumRows())
+	// The rows are packed straight from the listener's table into the
+	// payload: as []TrafficRow (two strings a row) a window of 166,667
+	// rows would hold about 22 MB more while it is handed over. A first
+	// walk sizes the payload, so that it is made once.
+	size := 0
 	for i := range w.NumRows() {
-		r := w.Rows.Row(i)
-		if !r.Src.IsValid() || !r.Dst.IsValid() {
+		if a, ok := packable(w, i); ok {
+			size += events.PackedRowLen(&a)
+		}
+	}
+	rows, err := events.NewTrafficPacker(p, size)
+	if err != nil {
+		return events.Envelope{}, fmt.Errorf("ingest: flow window %s: %w", w.ScanID, err)
+	}
+	for i := range w.NumRows() {
+		a, ok := packable(w, i)
+		if !ok {
 			continue
 		}
-		a := events.TrafficRowAddrs{Src: r.Src.WithZone(""), Dst: r.Dst.WithZone(""), Proto: r.Proto, Port: r.Port, Bytes: r.Bytes, Packets: r.Packets, Flows: r.Flows}
 		if err := rows.Add(&a); err != nil {
 			return events.Envelope{}, fmt.Errorf("ingest: flow window %s: %w", w.ScanID, err)
 		}
 	}
-	e, err := events.NewTrafficRecorded(p, rows, w.Finished)
+	e, err := rows.Recorded(w.Finished)
 	if err != nil {
 		return events.Envelope{}, fmt.Errorf("ingest: flow window %s: %w", w.ScanID, err)
 	}
 	e.Source, e.Actor, e.Stream = source, source, "scan/"+w.ScanID
 	return e, nil
+}
+
+// packable is row i of w as the packer takes it, ok false for a row
+// without both addresses (left out).
+func packable(w *sources.FlowWindow, i int) (events.TrafficRowAddrs, bool) {
+	r := w.Rows.Row(i)
+	if !r.Src.IsValid() || !r.Dst.IsValid() {
+		return events.TrafficRowAddrs{}, false
+	}
+	return events.TrafficRowAddrs{Src: r.Src.WithZone(""), Dst: r.Dst.WithZone(""), Proto: r.Proto, Port: r.Port, Bytes: r.Bytes, Packets: r.Packets, Flows: r.Flows}, true
 }
