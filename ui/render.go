@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
-	"mime"
 	"net/http"
 	"path"
 	"slices"
@@ -245,6 +244,23 @@ type asset struct {
 	ctype string
 }
 
+// assetTypes are the content types of the embedded assets, by extension:
+// a table of ours rather than mime.TypeByExtension, which reads the
+// machine's whole MIME database on first use (0.7 MB of heap kept for
+// the life of serve) and answers what that database says, which differs
+// between machines.
+var assetTypes = map[string]string{
+	".css":   "text/css; charset=utf-8",
+	".js":    "text/javascript; charset=utf-8",
+	".mjs":   "text/javascript; charset=utf-8",
+	".json":  "application/json",
+	".svg":   "image/svg+xml",
+	".png":   "image/png",
+	".ico":   "image/vnd.microsoft.icon",
+	".woff2": "font/woff2",
+	".txt":   "text/plain; charset=utf-8",
+}
+
 func loadAssets() (*assets, error) {
 	as := &assets{byURL: map[string]asset{}, byName: map[string]string{}}
 	entries, err := fs.ReadDir(files, "static")
@@ -259,9 +275,9 @@ func loadAssets() (*assets, error) {
 		sum := sha256.Sum256(b)
 		ext := path.Ext(e.Name())
 		u := "/static/" + strings.TrimSuffix(e.Name(), ext) + "." + hex.EncodeToString(sum[:6]) + ext
-		ct := mime.TypeByExtension(ext)
-		if ct == "" {
-			ct = "application/octet-stream"
+		ct, ok := assetTypes[ext]
+		if !ok {
+			return nil, fmt.Errorf("ui: asset %s: no content type for %q (add it to assetTypes)", e.Name(), ext)
 		}
 		as.byURL[u] = asset{body: b, ctype: ct}
 		as.byName[e.Name()] = u

@@ -3,6 +3,8 @@ package ui
 import (
 	"bytes"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -53,6 +55,16 @@ func TestAssets(t *testing.T) {
 	}
 	if _, err := as.url("app.js"); err == nil {
 		t.Fatal("url of a missing asset")
+	}
+	// Each served with its type from assetTypes, not the machine's MIME
+	// database (which serve never loads).
+	for name, want := range map[string]string{"icon.svg": "image/svg+xml", "style.css": "text/css; charset=utf-8", "world.svg": "image/svg+xml"} {
+		u, _ := as.url(name)
+		rec := httptest.NewRecorder()
+		as.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, u, nil))
+		if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != want {
+			t.Errorf("%s: %d %q, want %q", name, rec.Code, rec.Header().Get("Content-Type"), want)
+		}
 	}
 }
 

@@ -168,7 +168,7 @@ func (i *Inventory) refreshCoverage(d *device) {
 	}
 	recent := i.recentSources(d)
 	if len(recent) == 0 {
-		if src := d.Evidence.LastSeen.src; src != "" {
+		if src := d.Evidence.LastSeen.source(); src != "" {
 			recent = []string{src}
 		}
 	}
@@ -185,7 +185,7 @@ func (i *Inventory) refreshCoverage(d *device) {
 			pick = src
 		case failing && (i.health[pick] == nil || i.health[pick].FailingSince == nil):
 			pick = src
-		case failing == (i.health[pick] != nil && i.health[pick].FailingSince != nil) && src == d.Evidence.LastSeen.src:
+		case failing == (i.health[pick] != nil && i.health[pick].FailingSince != nil) && src == d.Evidence.LastSeen.source():
 			pick = src
 		}
 	}

@@ -130,11 +130,7 @@ func (in *interner) device(d *device) {
 			in.str(&a.Network)
 		}
 	}
-	e := &d.Evidence
-	for _, ev := range [...]*srcEvid{&e.Name, &e.MAC, &e.Addresses, &e.LastSeen, &e.Presence, &e.Ports, &e.Services, &e.UPnP} {
-		in.str(&ev.src)
-	}
-	if u := e.user; u != nil {
+	if u := d.Evidence.user; u != nil {
 		for _, ev := range [...]*evid{&u.Label, &u.Group, &u.Type, &u.Notes, &u.Ignored, &u.Watched} {
 			in.str(&ev.Source)
 			in.str(&ev.Actor)

@@ -1,8 +1,11 @@
 package inventory
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // TestSrcEvid: the compact evidence gives back the instant it was given
@@ -28,7 +31,7 @@ func TestSrcEvid(t *testing.T) {
 		if got.Source != "sweep" || got.Actor != "" || !got.Time.Equal(tc.at) || got.Time.Location() != time.UTC {
 			t.Errorf("%s: %+v (zone %v), want %v in UTC", tc.name, got, got.Time.Location(), tc.at)
 		}
-		if tc.at.IsZero() != (got.Time == time.Time{}) || tc.at.IsZero() != (e == srcEvid{src: "sweep"}) {
+		if tc.at.IsZero() != (got.Time == time.Time{}) || tc.at.IsZero() != (e == srcEvid{src: sourceIDOf("sweep")}) {
 			t.Errorf("%s: zero time %v, read back %v (%+v)", tc.name, tc.at.IsZero(), got.Time, e)
 		}
 	}
@@ -40,5 +43,42 @@ func TestSrcEvid(t *testing.T) {
 	}
 	if !early.after(srcEvid{}) {
 		t.Error("evidence is not after none")
+	}
+}
+
+// TestSourceID: a name has one ID, which gives it back, from any
+// goroutine; "" is 0; evidence is 16 bytes.
+func TestSourceID(t *testing.T) {
+	if sourceIDOf("") != 0 || sourceID(0).name() != "" {
+		t.Fatal(`"" is not 0`)
+	}
+	var wg sync.WaitGroup
+	ids := make([][]sourceID, 4)
+	for g := range ids {
+		wg.Go(func() {
+			for k := range 200 {
+				ids[g] = append(ids[g], sourceIDOf(fmt.Sprintf("test-source-%d", (k*7+g)%200)))
+			}
+		})
+	}
+	wg.Wait()
+	seen := map[sourceID]string{}
+	for g := range ids {
+		for k, id := range ids[g] {
+			name := fmt.Sprintf("test-source-%d", (k*7+g)%200)
+			if id == 0 || id.name() != name {
+				t.Fatalf("%s: id %d names %q", name, id, id.name())
+			}
+			if other, ok := seen[id]; ok && other != name {
+				t.Fatalf("id %d for both %q and %q", id, name, other)
+			}
+			seen[id] = name
+		}
+	}
+	if len(seen) != 200 {
+		t.Fatalf("%d ids for 200 names", len(seen))
+	}
+	if n := unsafe.Sizeof(srcEvid{}); n != 16 {
+		t.Fatalf("srcEvid is %d bytes", n)
 	}
 }
