@@ -3,6 +3,7 @@ package inventory
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"runtime"
 	"testing"
 	"time"
@@ -136,4 +137,34 @@ func BenchmarkLoadedHeap10k(b *testing.B) {
 		per = float64(after.HeapAlloc-before.HeapAlloc) / n
 	}
 	b.ReportMetric(per, "heap-B/device")
+}
+
+// BenchmarkLoadedOneSweep10k: the heap a loaded inventory holds after one
+// sweep of 10,000 hosts (as jocasta-load seed writes it): the devices and
+// the sweep's responders, kept as the base of the source's next sweep.
+func BenchmarkLoadedOneSweep10k(b *testing.B) {
+	const n = 10000
+	h := newHarness(b, Options{})
+	hosts := make([]events.SweepHost, 0, n)
+	for k := range n {
+		ip := fmt.Sprintf("10.%d.%d.%d", k/62500, k/250%250, k%250+1)
+		hs := host(ip, fmt.Sprintf("00:11:22:%02x:%02x:%02x", k>>16&0xff, k>>8&0xff, k&0xff), fmt.Sprintf("dns=host-%d.lab", k))
+		hs.Network = netip.MustParsePrefix(ip + "/24").Masked().String()
+		hosts = append(hosts, hs)
+	}
+	s := sweepAt(t0, hosts...)
+	s.Networks = nil
+	h.sweep(s)
+	var per float64
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		inv := h.load()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(inv)
+		per = float64(after.HeapAlloc-before.HeapAlloc) / n
+	}
+	b.ReportMetric(per, "heap-B/host")
 }

@@ -311,6 +311,7 @@ func (i *Inventory) Load(tx *bolt.Tx) error {
 		d.refreshDerived(i.opts.Vendor)
 		i.refreshCoverage(d)
 	}
+	i.shareBaseStrings()
 	if err := i.loadHistory(tx); err != nil {
 		i.reset()
 		return fmt.Errorf("inventory: load history: %w", err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	bolt "go.etcd.io/bbolt"
@@ -151,5 +152,50 @@ func TestSweepBaseStoredWithoutRoundTrips(t *testing.T) {
 	}
 	if b := h.inv.sweepBases["sweep:lab"]; b == nil || len(b.hosts) != 1 || b.hosts[0].RTTMicros != 1234 {
 		t.Fatalf("kept base = %+v", b)
+	}
+}
+
+// A loaded sweep base shares its strings with the devices (as a sweep
+// applied live does), and still resolves the source's next sweep.
+func TestLoadedSweepBaseSharesStrings(t *testing.T) {
+	h := newHarness(t, Options{})
+	var hosts []events.SweepHost
+	for k := range 40 {
+		hs := host(fmt.Sprintf("10.0.0.%d", k+1), fmt.Sprintf("00:11:22:00:00:%02x", k), fmt.Sprintf("dns=host-%d.lab", k))
+		hs.Network = "10.0.0.0/24"
+		hosts = append(hosts, hs)
+	}
+	h.sweep(sweepAt(t0, hosts...))
+	inv := h.load()
+	b := inv.sweepBases["sweep:lab"]
+	if b == nil || len(b.hosts) != len(hosts) {
+		t.Fatal("the base was not loaded")
+	}
+	same := func(a, b string) bool { return len(a) > 0 && unsafe.StringData(a) == unsafe.StringData(b) }
+	for k := range b.hosts {
+		bh := &b.hosts[k]
+		d := inv.devs[inv.byIP[bh.IP][0].ID]
+		if !same(bh.IP, d.addr(bh.IP).IP) || !same(bh.MAC, d.MAC) || len(bh.Names) != 1 || !same(bh.Names[0].Name, d.Names[0].Val.Name) {
+			t.Fatalf("responder %s: its strings are copies of the device's", bh.IP)
+		}
+		if k > 0 && (!same(bh.Network, b.hosts[0].Network) || !same(bh.Via, b.hosts[0].Via)) {
+			t.Fatalf("responder %s: network and via are not shared", bh.IP)
+		}
+	}
+	// The next sweep, written against it (every responder the same),
+	// resolves to the same responders.
+	next := sweepAt(t0.Add(time.Minute))
+	next.Base = b.seq
+	for k := range hosts {
+		next.Same = append(next.Same, int64(k), 7)
+	}
+	whole := inv.resolveSweep("sweep:lab", &next)
+	if len(whole.Hosts) != len(hosts) || !whole.Complete {
+		t.Fatalf("resolved %d hosts (complete %v), want %d", len(whole.Hosts), whole.Complete, len(hosts))
+	}
+	for k := range whole.Hosts {
+		if got := whole.Hosts[k]; got.IP != b.hosts[k].IP || got.MAC != b.hosts[k].MAC || got.RTTMicros != 7 {
+			t.Fatalf("resolved %+v", got)
+		}
 	}
 }
