@@ -14,6 +14,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/jocasta/jocasta/events"
+	"github.com/jocasta/jocasta/projections"
 )
 
 // Name is the projection's consumer name (its checkpoint key). Never
@@ -147,6 +148,9 @@ type Inventory struct {
 	// sweep (a map lookup saved per sweep).
 	lastBase    *sweepBase
 	lastBaseSrc string
+	// lastCoverage is the coverage last set on a device, which the next
+	// one shares when it is the same (see refreshCoverage).
+	lastCoverage *projections.Coverage
 	// sourceChanges are the source moves of the event being applied.
 	sourceChanges []sourceChange
 
@@ -197,6 +201,7 @@ func (i *Inventory) reset() {
 	i.readsDirty = map[string]map[string]bool{}
 	i.sweepBases = map[string]*sweepBase{}
 	i.lastBase, i.lastBaseSrc = nil, ""
+	i.lastCoverage = nil
 	i.dirty = map[string]*device{}
 	i.deleted = map[string]bool{}
 	i.metaDirty = false

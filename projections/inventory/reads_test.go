@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -317,5 +318,39 @@ func TestReadOutsideAddress(t *testing.T) {
 		Peer: &events.ReadPeer{Name: "ap"}}, t0.Add(4*time.Minute), "rpcrouter:ap", "rpcrouter:ap", ""))
 	if a, src := h.inv.Outside(); a.String() != "198.51.100.7" || src != router {
 		t.Fatalf("outside %v from %q after ap lost its address", a, src)
+	}
+}
+
+// The devices a failing source saw last share one coverage (made overdue
+// together, each would hold a copy); one with another coverage has its
+// own, and each reads as its own.
+func TestCoverageShared(t *testing.T) {
+	h := newHarness(t, Options{OnlineWindow: 15 * time.Minute})
+	var hosts []events.ReadHost
+	for k := range 3 {
+		hosts = append(hosts, rhost(fmt.Sprintf("3c:22:fb:00:00:%02x", k), fmt.Sprintf("10.0.0.%d", 30+k), true))
+	}
+	h.read(whole(t0, hosts...))
+	h.failed(t0.Add(5*time.Minute), "ip/arp: HTTP 401 Unauthorized")
+	pc := host("10.0.0.40", "00:11:22:00:00:40")
+	h.sweep(sweepAt(t0.Add(6*time.Minute), pc))
+	h.tick(t0.Add(40 * time.Minute))
+	var shared *projections.Coverage
+	for k := range 3 {
+		d := h.inv.byKey[macKey(fmt.Sprintf("3c:22:fb:00:00:%02x", k))]
+		if d == nil || d.coverage == nil || d.coverage.Source != router {
+			t.Fatalf("device %d: coverage %+v", k, d)
+		}
+		if shared == nil {
+			shared = d.coverage
+		} else if d.coverage != shared {
+			t.Errorf("device %d holds its own copy of the same coverage", k)
+		}
+	}
+	if d := h.byMAC("00:11:22:00:00:40"); d.Coverage == nil || d.Coverage.Source == router || d.Coverage.Source == "" {
+		t.Fatalf("the swept PC: coverage %s", js(d.Coverage))
+	}
+	if d := h.byMAC("3c:22:fb:00:00:01"); d.Coverage == nil || !strings.Contains(d.Coverage.Reason, "401") {
+		t.Fatalf("coverage read back: %s", js(d.Coverage))
 	}
 }
