@@ -11,6 +11,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	_ "github.com/jocasta/jocasta/cmd/jocasta/internal/noheapprofile" // first: see its doc
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

@@ -1,0 +1,5 @@
+package noheapprofile
+
+import "runtime"
+
+func init() { runtime.MemProfileRate = 0 }
