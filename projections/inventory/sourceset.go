@@ -113,8 +113,20 @@ func (in *interner) str(s *string) {
 	(*in)[*s] = *s
 }
 
-// device interns d's repeated strings.
+// device interns d's repeated strings, and points the strings that
+// repeat another of d's at it (decoded from the row, each is a copy): a
+// MAC-keyed device's MAC at its key's, its best name at the name it was
+// picked from (about 40 bytes a device).
 func (in *interner) device(d *device) {
+	if mac, ok := strings.CutPrefix(d.Key, "m/"); ok && mac == d.MAC {
+		d.MAC = mac
+	}
+	for k := range d.Names {
+		if d.Names[k].Val.Name == d.BestName {
+			d.BestName = d.Names[k].Val.Name
+			break
+		}
+	}
 	in.str(&d.Presence)
 	for k := range d.Sources {
 		in.str(&d.Sources[k])

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"unsafe"
 	"time"
 )
 
@@ -85,5 +86,25 @@ func TestNameSetSortedAndReplaced(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(`null`), &s); err != nil || s != nil {
 		t.Fatalf("null: %+v, %v", s, err)
+	}
+}
+
+// A loaded device's MAC is its key's (m/<mac>) bytes and its best name
+// the bytes of the name it was picked from; a new device's MAC its key's.
+func TestLoadedDeviceSharesStrings(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.sweep(sweepAt(t0, host("10.0.0.7", "00:11:22:00:00:07", "dns=nas.lab")))
+	same := func(a, b string) bool { return len(a) > 0 && unsafe.StringData(a) == unsafe.StringData(b) }
+	for name, inv := range map[string]*Inventory{"applied": h.inv, "loaded": h.load()} {
+		d := inv.byKey["m/00:11:22:00:00:07"]
+		if d == nil {
+			t.Fatalf("%s: no device", name)
+		}
+		if !same(d.MAC, d.Key[2:]) {
+			t.Errorf("%s: the MAC is a copy of the key's", name)
+		}
+		if name == "loaded" && (len(d.Names) != 1 || d.BestName != "nas.lab" || !same(d.BestName, d.Names[0].Val.Name)) {
+			t.Errorf("%s: best name %q is a copy of the name's", name, d.BestName)
+		}
 	}
 }

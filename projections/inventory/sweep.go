@@ -380,6 +380,9 @@ func (i *Inventory) newDevice(key, mac string) *device {
 	for n := 1; i.devs[id] != nil; n++ {
 		id = deviceID(key, n)
 	}
+	if m, ok := strings.CutPrefix(key, "m/"); ok && m == mac {
+		mac = m // one string for both
+	}
 	d := &device{ID: id, Key: key, MAC: mac, heapIdx: -1}
 	i.devs[id] = d
 	i.byKey[key] = d
