@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
-	"unsafe"
 	"time"
+	"unsafe"
 )
 
 // namesOf builds the set a map of names by source gives.
