@@ -29,18 +29,18 @@ func TestHeapBudgetObserve(t *testing.T) {
 		ceiling int64 // MiB
 		obs     []obs
 	}{
-		{"floor, growth and overhead", 0, []obs{{0, 20, 20 + 15 + 16, true}}},
+		{"floor, growth and overhead", 0, []obs{{0, 20, 20 + 15 + 14.5, true}}},
 		{"the least room for a small floor", 0, []obs{{0, 4, 4 + 20, true}}},
-		{"a large floor", 0, []obs{{0, 100, 100 + 75 + 16, true}}},
-		{"under the ceiling", 44, []obs{{0, 30, 44, true}, {time.Second, 10, 10 + 7.5 + 16, true}}},
-		{"a higher live heap keeps the floor", 0, []obs{{0, 20, 51, true}, {time.Second, 35, 51, false}, {2 * time.Second, 31, 51, false}}},
-		{"a lower one lowers it", 0, []obs{{0, 30, 30 + 22.5 + 16, true}, {time.Second, 19, 19 + 14.25 + 16, true}}},
+		{"a large floor", 0, []obs{{0, 100, 100 + 75 + 14.5, true}}},
+		{"under the ceiling", 44, []obs{{0, 30, 44, true}, {time.Second, 10, 10 + 7.5 + 14.5, true}}},
+		{"a higher live heap keeps the floor", 0, []obs{{0, 20, 49.5, true}, {time.Second, 35, 49.5, false}, {2 * time.Second, 31, 49.5, false}}},
+		{"a lower one lowers it", 0, []obs{{0, 30, 30 + 22.5 + 14.5, true}, {time.Second, 19, 19 + 14.25 + 14.5, true}}},
 		{"the floor ages out to the lowest seen after it", 0, []obs{
-			{0, 20, 51, true},
-			{time.Minute, 35, 51, false},
-			{2 * time.Minute, 28, 51, false},
-			{budgetWindow + time.Second, 33, 28 + 21 + 16, true}, // 20 gone: 28 is the lowest left
-			{budgetWindow + 2*time.Minute + time.Second, 40, 33 + 24.75 + 16, true},
+			{0, 20, 49.5, true},
+			{time.Minute, 35, 49.5, false},
+			{2 * time.Minute, 28, 49.5, false},
+			{budgetWindow + time.Second, 33, 28 + 21 + 14.5, true}, // 20 gone: 28 is the lowest left
+			{budgetWindow + 2*time.Minute + time.Second, 40, 33 + 24.75 + 14.5, true},
 		}},
 	}
 	for _, tc := range tests {
