@@ -9,7 +9,8 @@
 // sample cost an unwinding of the stack. This package has no imports but
 // runtime, so Go initializes it among the first packages (in import path
 // order among those whose imports are initialized); a sample taken before
-// that may already have made the table, which then stays as it was.
+// that, or the one each P takes when it notices the change, may make the
+// table, which then stays as it was: a few records, not one per stack.
 // A test run with -test.memprofile still profiles (testing sets the rate
 // after the packages' init).
 package noheapprofile
