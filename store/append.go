@@ -118,13 +118,17 @@ func (s *Store) submit(ctx context.Context, r *request) ([]events.Envelope, erro
 type item struct {
 	e    events.Envelope
 	body []byte // canonical bytes from after the seq value to before "prev_hash"; nil: encode in full
-	// split is set for a large payload spliced as it is (a flow window's:
-	// megabytes): the canonical bytes from after the seq value to before
-	// "prev_hash" are pre, e.Payload and post, and the payload is stored
-	// from where it is, never copied into a body or a value (body is nil).
-	split     bool
+	// pre and post are set for a large payload spliced as it is (a flow
+	// window's: megabytes; see split): the canonical bytes from after the
+	// seq value to before "prev_hash" are pre, e.Payload and post, and the
+	// payload is stored from where it is, never copied into a body or a
+	// value (body is nil).
 	pre, post []byte
 }
+
+// split reports whether the item's payload is spliced (pre is never empty then:
+// it holds the fields after seq).
+func (it *item) split() bool { return it.pre != nil }
 
 // prepare validates e and fills ID and Time. It does not touch Seq or
 // the hashes, which the writer sets.
@@ -159,7 +163,7 @@ func (s *Store) prepare(e events.Envelope, now time.Time) (item, error) {
 		return item{}, fmt.Errorf("%s: time %s outside years 0..9999: %w", e.Kind, e.Time, ErrBadEnvelope)
 	}
 	it := item{e: e}
-	if it.pre, it.post, it.split = canonicalSplit(e); it.split {
+	if it.pre, it.post = canonicalSplit(e); it.split() {
 		return it, nil
 	}
 	body, err := canonicalBody(e)
@@ -194,16 +198,16 @@ func canonicalBody(e events.Envelope) ([]byte, error) {
 
 // canonicalSplit is canonicalBody for a payload large enough to splice:
 // the bytes before and after the payload, between the seq value and
-// "prev_hash". ok is false when the payload is not spliced or the layout
-// is not the one expected (canonicalBody then encodes it).
-func canonicalSplit(e events.Envelope) (pre, post []byte, ok bool) {
+// "prev_hash"; nil when the payload is not spliced or the layout is not
+// the one expected (canonicalBody then encodes it).
+func canonicalSplit(e events.Envelope) (pre, post []byte) {
 	e.Seq, e.PrevHash = 0, events.ZeroHash
 	p, q, ok := e.CanonicalSplit()
 	head, tail := canonicalHead+"0", prevField+events.ZeroHash+`"}`
 	if !ok || !bytes.HasPrefix(p, []byte(head+",")) || !bytes.HasSuffix(q, []byte(tail)) {
-		return nil, nil, false
+		return nil, nil
 	}
-	return p[len(head):], q[:len(q)-len(tail)], true
+	return p[len(head):], q[:len(q)-len(tail)]
 }
 
 // writer is the one goroutine that commits: it takes whatever is queued
@@ -409,7 +413,7 @@ func seal(it *item, prev string, prevRaw []byte) (value, [sha256.Size]byte, erro
 	// item the payload and tail.
 	var c, tail []byte
 	switch {
-	case it.split:
+	case it.split():
 		c = make([]byte, 0, len(canonicalHead)+20+len(it.pre))
 		c = append(c, canonicalHead...)
 		c = strconv.AppendUint(c, e.Seq, 10)
@@ -437,14 +441,14 @@ func seal(it *item, prev string, prevRaw []byte) (value, [sha256.Size]byte, erro
 	h := sha256.New()
 	h.Write(prevRaw)
 	h.Write(c)
-	if it.split {
+	if it.split() {
 		h.Write(e.Payload)
 		h.Write(tail)
 	}
 	h.Write([]byte{'}'})
 	h.Sum(sum[:0])
 	e.Hash = hex.EncodeToString(sum[:])
-	if it.split {
+	if it.split() {
 		tail = append(tail, hashField...)
 		tail = append(tail, e.Hash...)
 		return value{c, e.Payload, append(tail, `"}`...)}, sum, nil

@@ -24,7 +24,7 @@ func sealed(t testing.TB, e events.Envelope) (events.Envelope, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if it.body == nil && !it.split {
+	if it.body == nil && !it.split() {
 		t.Error("prepare did not pre-encode the canonical body: the writer would encode in full")
 	}
 	it.e.Seq = 1
@@ -228,9 +228,9 @@ func TestAppendTxDropsLargeBodies(t *testing.T) {
 		return vals
 	}
 	first := seal()
-	if items[0].body == nil || items[1].body != nil || !items[1].split || items[2].body != nil || items[2].split {
+	if items[0].body == nil || items[1].body != nil || !items[1].split() || items[2].body != nil || items[2].split() {
 		t.Fatalf("bodies kept: small %v, large spliced %v (split %v), large encoded %v (split %v)",
-			items[0].body != nil, items[1].body != nil, items[1].split, items[2].body != nil, items[2].split)
+			items[0].body != nil, items[1].body != nil, items[1].split(), items[2].body != nil, items[2].split())
 	}
 	again := seal()
 	for i := range first {
@@ -298,8 +298,8 @@ func TestSealLeavesLargePayloadInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !it.split || len(v[1]) != len(e.Payload) || &v[1][0] != &e.Payload[0] {
-		t.Fatalf("the payload is not the value's middle piece (split %v)", it.split)
+	if !it.split() || len(v[1]) != len(e.Payload) || &v[1][0] != &e.Payload[0] {
+		t.Fatalf("the payload is not the value's middle piece (split %v)", it.split())
 	}
 	if n := after.TotalAlloc - before.TotalAlloc; n > 16<<10 {
 		t.Fatalf("%d bytes allocated to prepare and seal a %d-byte payload", n, len(e.Payload))

@@ -118,9 +118,7 @@ func (in *interner) str(s *string) {
 // MAC-keyed device's MAC at its key's, its best name at the name it was
 // picked from (about 40 bytes a device).
 func (in *interner) device(d *device) {
-	if mac, ok := strings.CutPrefix(d.Key, "m/"); ok && mac == d.MAC {
-		d.MAC = mac
-	}
+	d.MAC = keyMAC(d.Key, d.MAC)
 	for k := range d.Names {
 		if d.Names[k].Val.Name == d.BestName {
 			d.BestName = d.Names[k].Val.Name

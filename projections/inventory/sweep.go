@@ -14,7 +14,16 @@ import (
 
 // Identity keys.
 func macKey(mac string) string { return "m/" + mac }
-func ipKey(ip string) string   { return "i/" + ip }
+
+// keyMAC is mac, as the bytes of key when key is its macKey: a
+// MAC-keyed device holds one string for both.
+func keyMAC(key, mac string) string {
+	if m, ok := strings.CutPrefix(key, "m/"); ok && m == mac {
+		return m
+	}
+	return mac
+}
+func ipKey(ip string) string { return "i/" + ip }
 
 // normalizeMAC returns mac in lower-case colon form, "" when it is not a
 // MAC (or all zeros, which some neighbour tables show for incomplete
@@ -380,10 +389,7 @@ func (i *Inventory) newDevice(key, mac string) *device {
 	for n := 1; i.devs[id] != nil; n++ {
 		id = deviceID(key, n)
 	}
-	if m, ok := strings.CutPrefix(key, "m/"); ok && m == mac {
-		mac = m // one string for both
-	}
-	d := &device{ID: id, Key: key, MAC: mac, heapIdx: -1}
+	d := &device{ID: id, Key: key, MAC: keyMAC(key, mac), heapIdx: -1}
 	i.devs[id] = d
 	i.byKey[key] = d
 	i.docs.add(d)
