@@ -7,6 +7,7 @@ import (
 	"errors"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -213,6 +214,49 @@ func TestOutOfLineDamage(t *testing.T) {
 		t.Fatalf("verify with a part missing: %v, %+v (want seq 2 bad)", err, rep)
 	}
 	t.Logf("verify: %s", rep.Reason)
+}
+
+// TestStrayParts: parts that no stub in the log points to (under an
+// event stored in place, beyond the head, below the first event) are
+// reported by Verify with their seq; reading the events is unaffected.
+func TestStrayParts(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		seq  uint64
+	}{
+		{"under an event stored in place", 3},
+		{"beyond the head", 99},
+		{"below the first event", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openTemp(t)
+			for i := range 3 {
+				e := sweepEvent(t, 2, time.Now())
+				if i == 1 {
+					e = largeEvent(t, i, 40_000)
+				}
+				if _, err := s.Append(t.Context(), e); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if rep, err := s.Verify(t.Context(), nil); err != nil || !rep.OK {
+				t.Fatalf("verify before: %v, %+v", err, rep)
+			}
+			err := s.DB().Update(func(tx *bolt.Tx) error {
+				return tx.Bucket([]byte(store.BucketLogParts)).Put(append(key(tc.seq), 0, 0, 0, 0), []byte("added"))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Read(1, 10); err != nil {
+				t.Fatalf("read beside a stray part: %v", err)
+			}
+			rep, err := s.Verify(t.Context(), nil)
+			if err != nil || rep.OK || rep.FirstBad != tc.seq || !strings.Contains(rep.Reason, "does not store out of line") {
+				t.Fatalf("verify with a stray part under seq %d: %v, %+v", tc.seq, err, rep)
+			}
+		})
+	}
 }
 
 // TestInPlaceLargeValuesStillRead: a file written before out-of-line

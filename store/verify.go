@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
@@ -28,7 +29,10 @@ type VerifyReport struct {
 // checks for gaps, key/seq agreement, prev_hash links, hashes, that each
 // stored value is exactly the canonical encoding (so an added field is
 // caught even though it would not change the hash), and that the last
-// event matches the head recorded in meta. It reports the first bad seq.
+// event matches the head recorded in meta, and that every part of an
+// out-of-line value belongs to an event of the chain stored out of line
+// (parts the log does not point to are damage or additions; their seq is
+// reported). It reports the first bad seq.
 // progress, if not nil, is called after each chunk with the number of
 // events checked. The error is for I/O and ctx only: a broken chain is a
 // report with OK false.
@@ -119,6 +123,10 @@ func (s *Store) Verify(ctx context.Context, progress func(checked uint64)) (Veri
 				bad(head+1, "event %d is beyond the head %d recorded in meta", head+1, head)
 			case prev != headHash:
 				bad(last, "hash of event %d does not match the head hash recorded in meta", last)
+			default:
+				if seq, reason := strayParts(tx); reason != "" {
+					bad(seq, "%s", reason)
+				}
 			}
 			done = true
 			return nil
@@ -174,4 +182,32 @@ func checkEvent(seq uint64, v []byte, prev string, prevRaw []byte) (chainHash, s
 		return h, "stored bytes are not the canonical encoding of the event"
 	}
 	return h, ""
+}
+
+// strayParts looks for parts of out-of-line values that no stub in the
+// log points to (an event's own parts were checked with its value): it
+// visits one part key a seq, each found by a seek, so a log of large
+// values costs a leaf page a value, not its parts. reason is empty when
+// there are none.
+func strayParts(tx *bolt.Tx) (seq uint64, reason string) {
+	pb := tx.Bucket(bLogParts)
+	if pb == nil {
+		return 0, ""
+	}
+	lb := tx.Bucket(bLog)
+	c := pb.Cursor()
+	for k, _ := c.First(); k != nil; {
+		if len(k) != 12 {
+			return 0, fmt.Sprintf("malformed part key %x in %q", k, BucketLogParts)
+		}
+		seq, _ = keySeq(k[:8])
+		if !isStub(lb.Get(k[:8])) {
+			return seq, fmt.Sprintf("%q holds parts under seq %d, which the log does not store out of line (damage, or added)", BucketLogParts, seq)
+		}
+		if seq == math.MaxUint64 {
+			break
+		}
+		k, _ = c.Seek(seqKey(seq + 1))
+	}
+	return 0, ""
 }
