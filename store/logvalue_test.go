@@ -59,6 +59,23 @@ func openTemp(t *testing.T) *store.Store {
 	return s
 }
 
+// openWithLargeSecond opens a new store of three events, the second
+// stored out of line.
+func openWithLargeSecond(t *testing.T) *store.Store {
+	t.Helper()
+	s := openTemp(t)
+	for i := range 3 {
+		e := sweepEvent(t, 2, time.Now())
+		if i == 1 {
+			e = largeEvent(t, i, 40_000)
+		}
+		if _, err := s.Append(t.Context(), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
 // sameEvents fails unless got are want, byte for byte where it counts.
 func sameEvents(t *testing.T, got, want []events.Envelope) {
 	t.Helper()
@@ -187,16 +204,7 @@ func TestOutOfLineValues(t *testing.T) {
 // TestOutOfLineDamage: a missing part of an out-of-line value is damage
 // that Verify names and a read refuses, not a shorter event.
 func TestOutOfLineDamage(t *testing.T) {
-	s := openTemp(t)
-	for i := range 3 {
-		e := sweepEvent(t, 2, time.Now())
-		if i == 1 {
-			e = largeEvent(t, i, 40_000)
-		}
-		if _, err := s.Append(t.Context(), e); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s := openWithLargeSecond(t)
 	err := s.DB().Update(func(tx *bolt.Tx) error {
 		return tx.Bucket([]byte(store.BucketLogParts)).Delete(append(key(2), 0, 0, 0, 5))
 	})
@@ -229,16 +237,7 @@ func TestStrayParts(t *testing.T) {
 		{"below the first event", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := openTemp(t)
-			for i := range 3 {
-				e := sweepEvent(t, 2, time.Now())
-				if i == 1 {
-					e = largeEvent(t, i, 40_000)
-				}
-				if _, err := s.Append(t.Context(), e); err != nil {
-					t.Fatal(err)
-				}
-			}
+			s := openWithLargeSecond(t)
 			if rep, err := s.Verify(t.Context(), nil); err != nil || !rep.OK {
 				t.Fatalf("verify before: %v, %+v", err, rep)
 			}
