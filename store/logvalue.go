@@ -131,12 +131,9 @@ func logValue(tx *bolt.Tx, k, v []byte) (full []byte, owned bool, err error) {
 	if !isStub(v) {
 		return v, false, nil
 	}
-	if len(v) != stubLen {
-		return nil, false, fmt.Errorf("%w: a stub of %d bytes", errStub, len(v))
-	}
-	n := binary.BigEndian.Uint64(v[1:])
-	if n < largeValue || n > maxStoredValue {
-		return nil, false, fmt.Errorf("%w: a stub claims %d bytes", errStub, n)
+	n, err := stubLength(v)
+	if err != nil {
+		return nil, false, err
 	}
 	pb := tx.Bucket(bLogParts)
 	if pb == nil {
@@ -161,6 +158,38 @@ func logValue(tx *bolt.Tx, k, v []byte) (full []byte, owned bool, err error) {
 		return nil, false, fmt.Errorf("%w: parts hold %d of its %d bytes", errStub, len(buf), n)
 	}
 	return buf, true, nil
+}
+
+// stubLength is the length of the value a stub stands for.
+func stubLength(v []byte) (uint64, error) {
+	if len(v) != stubLen {
+		return 0, fmt.Errorf("%w: a stub of %d bytes", errStub, len(v))
+	}
+	n := binary.BigEndian.Uint64(v[1:])
+	if n < largeValue || n > maxStoredValue {
+		return 0, fmt.Errorf("%w: a stub claims %d bytes", errStub, n)
+	}
+	return n, nil
+}
+
+// firstPart returns the first part of the out-of-line value whose stub
+// is stored under k, and the value's length, in tx.
+func firstPart(tx *bolt.Tx, k, stub []byte) ([]byte, uint64, error) {
+	n, err := stubLength(stub)
+	if err != nil {
+		return nil, 0, err
+	}
+	pb := tx.Bucket(bLogParts)
+	if pb == nil {
+		return nil, 0, fmt.Errorf("%w: bucket %q missing", errStub, BucketLogParts)
+	}
+	var pk [12]byte
+	copy(pk[:], k)
+	v := pb.Get(pk[:])
+	if len(v) == 0 {
+		return nil, 0, fmt.Errorf("%w: part 0 missing", errStub)
+	}
+	return v, n, nil
 }
 
 // deleteParts deletes the parts of the out-of-line values whose seqs

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -352,4 +353,72 @@ func TestOutOfLineStubClaimingTooMuch(t *testing.T) {
 	if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
 		t.Fatalf("reading a stub that claims 1 GiB allocated %d bytes", got)
 	}
+}
+
+// TestStatsOfOutOfLineValues: log stats counts an out-of-line value at
+// its whole length, by kind and day, from its first part: a part after
+// the first missing is Verify's to find, not Stats'; the first missing
+// is damage Stats reports. A value in another layout than the store's
+// (spaces: read whole, with encoding/json) counts the same.
+func TestStatsOfOutOfLineValues(t *testing.T) {
+	s := openWithLargeSecond(t)
+	vals, _, _ := rawLog(t, s)
+	var want int64
+	for seq, v := range vals {
+		n := int64(len(v))
+		if len(v) == 9 && v[0] == 0 {
+			n = int64(binary.BigEndian.Uint64(v[1:]))
+		}
+		want += 8 + n
+		if seq == 2 && n < 256<<10 {
+			t.Fatalf("seq 2 stored in place (%d bytes)", n)
+		}
+	}
+	check := func(what string, bytes int64) {
+		t.Helper()
+		st, err := s.Stats(t.Context())
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		byKind := map[string]store.KindStats{}
+		for _, k := range st.Kinds {
+			byKind[k.Kind] = k
+		}
+		if st.Events != 3 || st.Bytes != bytes || byKind[events.KindTrafficRecorded].Events != 1 ||
+			byKind[events.KindTrafficRecorded].Bytes != 8+int64(binary.BigEndian.Uint64(vals[2][1:])) ||
+			len(st.Days) != 1 || st.Days[0].Bytes != bytes {
+			t.Fatalf("%s: stats %+v, want %d bytes, the window's under %s", what, st, bytes, events.KindTrafficRecorded)
+		}
+	}
+	check("sound", want)
+
+	// The first event written with a space after its opening brace.
+	spaced := append([]byte("{ "), vals[1][1:]...)
+	if err := s.DB().Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte(store.BucketLog)).Put(key(1), spaced) }); err != nil {
+		t.Fatal(err)
+	}
+	want += int64(len(spaced) - len(vals[1]))
+	check("a value in another layout", want)
+
+	parts := changeParts(t, s, func(pb *bolt.Bucket) error { return pb.Delete(append(key(2), 0, 0, 0, 5)) })
+	check(fmt.Sprintf("part 5 of %d missing", parts), want)
+	changeParts(t, s, func(pb *bolt.Bucket) error { return pb.Delete(append(key(2), 0, 0, 0, 0)) })
+	if _, err := s.Stats(t.Context()); !errors.Is(err, store.ErrCorrupt) {
+		t.Fatalf("stats with part 0 missing: %v, want ErrCorrupt", err)
+	}
+}
+
+// changeParts runs fn on the store's parts bucket in a write transaction and
+// returns how many parts it held before.
+func changeParts(t *testing.T, s *store.Store, fn func(pb *bolt.Bucket) error) (parts int) {
+	t.Helper()
+	err := s.DB().Update(func(tx *bolt.Tx) error {
+		pb := tx.Bucket([]byte(store.BucketLogParts))
+		parts = pb.Stats().KeyN
+		return fn(pb)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parts
 }

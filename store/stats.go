@@ -11,6 +11,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/jocasta/jocasta/events"
 )
 
 // KindStats counts a kind's events and their stored bytes.
@@ -59,7 +61,10 @@ type LogStats struct {
 var statsChunk = 4096
 
 // Stats reads the whole log (one short read transaction per chunk, as
-// Verify does) and the file's bucket statistics.
+// Verify does) and the file's bucket statistics. Of each event it reads
+// the kind and the time, which the stored layout puts before the
+// payload: of a value stored out of line, only its first part (a flow
+// window's megabytes are not read; Verify checks them).
 func (s *Store) Stats(ctx context.Context) (LogStats, error) {
 	if s.isClosed() {
 		return LogStats{}, fmt.Errorf("store: stats: %w", ErrClosed)
@@ -68,10 +73,6 @@ func (s *Store) Stats(ctx context.Context) (LogStats, error) {
 	st.Compacted = st.First > 1
 	kinds := map[string]*KindStats{}
 	days := map[string]*DayStats{}
-	var hdr struct {
-		Kind string    `json:"kind"`
-		Time time.Time `json:"time"`
-	}
 	// The log is read in short read transactions of statsChunk events, so
 	// that a long log does not hold one open while serve appends (a read
 	// transaction keeps bbolt from growing the file's mapping).
@@ -92,25 +93,22 @@ func (s *Store) Stats(ctx context.Context) (LogStats, error) {
 					next = append(next[:0], k...)
 					return ctx.Err()
 				}
-				hdr.Kind, hdr.Time = "", time.Time{}
-				full, _, err := logValue(tx, k, v)
+				kind, t, vlen, err := statsHead(tx, k, v)
 				if err != nil {
 					return fmt.Errorf("event %x: %w: %w", k, ErrCorrupt, err)
 				}
-				if err := json.Unmarshal(full, &hdr); err != nil {
-					return fmt.Errorf("event %x: %w: %w", k, ErrCorrupt, err)
-				}
-				size := int64(len(k) + len(full))
+				size := int64(len(k)) + vlen
 				st.Events++
 				st.Bytes += size
-				ks := kinds[hdr.Kind]
+				ks := kinds[string(kind)]
 				if ks == nil {
-					ks = &KindStats{Kind: hdr.Kind}
-					kinds[hdr.Kind] = ks
+					ks = &KindStats{Kind: string(kind)}
+					kinds[ks.Kind] = ks
 				}
 				ks.Events++
 				ks.Bytes += size
-				day := hdr.Time.UTC().Format(time.DateOnly)
+				t = t.UTC()
+				day := t.Format(time.DateOnly)
 				ds := days[day]
 				if ds == nil {
 					ds = &DayStats{Day: day}
@@ -118,7 +116,6 @@ func (s *Store) Stats(ctx context.Context) (LogStats, error) {
 				}
 				ds.Events++
 				ds.Bytes += size
-				t := hdr.Time.UTC()
 				if st.Oldest == nil {
 					st.Oldest = &t
 				}
@@ -164,4 +161,39 @@ func (s *Store) Stats(ctx context.Context) (LogStats, error) {
 		st.FileSize = fi.Size()
 	}
 	return st, nil
+}
+
+// statsHead returns the kind and time of the event stored under k as v,
+// and the value's length. The stored layout begins {"seq":..,"id":..,
+// "time":..,"kind":.., so they are read from the value's start: of an
+// out-of-line value, its first part. A value in any other layout is read
+// whole, with encoding/json. kind points into the value.
+func statsHead(tx *bolt.Tx, k, v []byte) (kind []byte, t time.Time, n int64, err error) {
+	head, n := v, int64(len(v))
+	if isStub(v) {
+		first, size, err := firstPart(tx, k, v)
+		if err != nil {
+			return nil, time.Time{}, 0, err
+		}
+		head, n = first, int64(size)
+	}
+	var seq uint64
+	var id []byte
+	p := events.NewJSONScanner(head)
+	if p.Lit(`{"seq":`) && p.Uint(&seq) && p.Lit(`,"id":`) && p.PlainString(&id) &&
+		p.Lit(`,"time":`) && p.Time(&t) && p.Lit(`,"kind":`) && p.PlainString(&kind) {
+		return kind, t, n, nil
+	}
+	full, _, err := logValue(tx, k, v)
+	if err != nil {
+		return nil, time.Time{}, 0, err
+	}
+	var hdr struct {
+		Kind string    `json:"kind"`
+		Time time.Time `json:"time"`
+	}
+	if err := json.Unmarshal(full, &hdr); err != nil {
+		return nil, time.Time{}, 0, err
+	}
+	return []byte(hdr.Kind), hdr.Time, int64(len(full)), nil
 }
