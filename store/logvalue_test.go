@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -421,4 +422,35 @@ func changeParts(t *testing.T, s *store.Store, fn func(pb *bolt.Bucket) error) (
 		t.Fatal(err)
 	}
 	return parts
+}
+
+// TestSpan: how many events fit a number of stored bytes, an
+// out-of-line value counted at its whole length, at least one.
+func TestSpan(t *testing.T) {
+	s := openWithLargeSecond(t)
+	vals, _, _ := rawLog(t, s)
+	one, two := int64(len(vals[1])), int64(binary.BigEndian.Uint64(vals[2][1:]))
+	for _, c := range []struct {
+		from  uint64
+		most  int
+		bytes int64
+		want  int
+	}{
+		{1, 10, 1 << 30, 3},
+		{1, 2, 1 << 30, 2},
+		{1, 10, one + two, 2},
+		{1, 10, one + two - 1, 1},
+		{1, 10, 1, 1},
+		{2, 10, 1, 1},
+		{3, 10, 1 << 30, 1},
+		{4, 10, 1 << 30, 0},
+	} {
+		if n, err := s.Span(c.from, c.most, c.bytes); err != nil || n != c.want {
+			t.Errorf("Span(%d, %d, %d) = %d, %v; want %d", c.from, c.most, c.bytes, n, err, c.want)
+		}
+	}
+	var seqs []uint64
+	if err := s.Scan(t.Context(), 1, func(e events.Envelope) error { seqs = append(seqs, e.Seq); return nil }); err != nil || !slices.Equal(seqs, []uint64{1, 2, 3}) {
+		t.Fatalf("scan: %v, %v", seqs, err)
+	}
 }

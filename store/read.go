@@ -12,6 +12,11 @@ import (
 // scanChunk is how many events Scan and Verify read per read transaction.
 const scanChunk = 1024
 
+// ChunkBytes bounds the stored bytes of the events a reader of the log
+// holds at once (Scan's chunks; see Span), but for a single event
+// larger: 1,024 flow windows of megabytes each would be gigabytes.
+const ChunkBytes = 8 << 20
+
 // Head returns the seq of the last committed event, 0 for an empty log.
 // It reads memory only.
 func (s *Store) Head() uint64 { return s.head.Load() }
@@ -98,6 +103,37 @@ func readTx(tx *bolt.Tx, out []events.Envelope, from uint64, max int) ([]events.
 	return out, nil
 }
 
+// Span returns how many events from seq from on, at most most, are
+// stored in at most bytes (each value at its whole length, an
+// out-of-line one included), and at least one when the log holds seq
+// from. It reads the values' lengths, not the values: a reader sizes a
+// batch by it before decoding any (a flow window's event is megabytes,
+// a sweep's kilobytes).
+func (s *Store) Span(from uint64, most int, bytes int64) (int, error) {
+	if s.isClosed() {
+		return 0, fmt.Errorf("store: span: %w", ErrClosed)
+	}
+	n := 0
+	err := safeView(s.db, func(tx *bolt.Tx) error {
+		var total int64
+		c := tx.Bucket(bLog).Cursor()
+		for k, v := c.Seek(seqKey(from)); k != nil && n < most; k, v = c.Next() {
+			size := int64(len(v))
+			if isStub(v) {
+				if l, err := stubLength(v); err == nil {
+					size = int64(l)
+				}
+			}
+			if total += size; n > 0 && total > bytes {
+				break
+			}
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
 // Get returns the event at seq, or an error wrapping ErrNotFound.
 func (s *Store) Get(seq uint64) (events.Envelope, error) {
 	if s.isClosed() {
@@ -123,7 +159,8 @@ func (s *Store) Get(seq uint64) (events.Envelope, error) {
 }
 
 // Scan calls fn for every event with seq >= from, in order, reading in
-// chunks with short read transactions (fn runs outside any transaction).
+// chunks with short read transactions (fn runs outside any transaction)
+// of at most scanChunk events and ChunkBytes.
 // It stops at the end of the log as it is when it gets there, at ctx's
 // end (returning ctx.Err()) or at fn's first error, which it returns as
 // is.
@@ -132,7 +169,11 @@ func (s *Store) Scan(ctx context.Context, from uint64, fn func(events.Envelope) 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		chunk, err := s.Read(from, scanChunk)
+		n, err := s.Span(from, scanChunk, ChunkBytes)
+		if err != nil || n == 0 {
+			return err
+		}
+		chunk, err := s.Read(from, n)
 		if err != nil {
 			return err
 		}
@@ -144,7 +185,7 @@ func (s *Store) Scan(ctx context.Context, from uint64, fn func(events.Envelope) 
 				return err
 			}
 		}
-		if len(chunk) < scanChunk {
+		if len(chunk) < n {
 			return nil
 		}
 		from = chunk[len(chunk)-1].Seq + 1

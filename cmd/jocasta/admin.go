@@ -247,7 +247,11 @@ func (c *core) LogTail(ctx context.Context, req tailReq, w io.Writer) error {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for {
-		evs, err := c.st.Read(next, 1000)
+		n, err := c.st.Span(next, 1000, store.ChunkBytes)
+		if err != nil {
+			return err
+		}
+		evs, err := c.st.Read(next, max(n, 1))
 		if err != nil {
 			return err
 		}
@@ -257,8 +261,8 @@ func (c *core) LogTail(ctx context.Context, req tailReq, w io.Writer) error {
 			}
 			next = e.Seq + 1
 		}
-		if len(evs) == 1000 {
-			continue
+		if len(evs) > 0 && len(evs) == n {
+			continue // more may follow at once
 		}
 		select {
 		case <-ctx.Done():

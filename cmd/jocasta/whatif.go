@@ -253,7 +253,11 @@ func (w *whatif) run(ctx context.Context) (resp whatifResp, err error) {
 		defer close(chans[1])
 		tick := time.Now()
 		for next := from; next <= head; {
-			evs, err := w.st.ReadAppend(make([]events.Envelope, 0, whatifChunk), next, int(min(head-next+1, whatifChunk)))
+			n, err := w.st.Span(next, int(min(head-next+1, whatifChunk)), store.ChunkBytes)
+			if err != nil {
+				return fmt.Errorf("whatif: read the log: %w", err)
+			}
+			evs, err := w.st.ReadAppend(make([]events.Envelope, 0, n), next, max(n, 1))
 			if err != nil {
 				return fmt.Errorf("whatif: read the log: %w", err)
 			}

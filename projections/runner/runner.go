@@ -632,8 +632,11 @@ func (r *Runner) read(ctx context.Context, from, limit uint64, ch chan<- *batch)
 	for ctx.Err() == nil && from <= limit {
 		b := rest
 		if b == nil {
-			var err error
-			if b, err = r.readBatch(from, int(min(uint64(size), limit-from+1))); err != nil {
+			n, err := r.st.Span(from, int(min(uint64(size), limit-from+1)), int64(maxBatchStored))
+			if err == nil {
+				b, err = r.readBatch(from, max(n, 1)) // none: readBatch says why
+			}
+			if err != nil {
 				send(&batch{err: err})
 				return
 			}
@@ -687,6 +690,17 @@ func (r *Runner) read(ctx context.Context, from, limit uint64, ch chan<- *batch)
 // of a read, before any size is known, is at most firstBatch events. A
 // variable for tests.
 var maxBatchBytes = 4 << 20
+
+// maxBatchStored bounds a batch by its events' stored bytes, read
+// before the batch is (store.Span), whatever size the events before
+// suggested: a batch is at most twice maxBatchBytes (but for a single
+// event larger). Without it the first batch of a read (firstBatch
+// events) and a batch after small events could be hundreds of flow
+// windows of megabytes each (gigabytes at 10,000 devices × 1,000
+// peers), and a batch after large events was still prepareChunk events.
+// Sweeps (20 KB) and smaller events stay within it at prepareChunk and
+// BatchSize. A variable for tests.
+var maxBatchStored = store.ChunkBytes
 
 // firstBatch is the most events of the first batch of a read.
 const firstBatch = 1024

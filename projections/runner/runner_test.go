@@ -699,6 +699,65 @@ func TestBatchesBoundedByBytes(t *testing.T) {
 	}
 }
 
+// batchBytes records the largest payload bytes of a batch it applied.
+type batchBytes struct {
+	preparing
+	cur, most int
+}
+
+func (p *batchBytes) ApplyPrepared(tx *bolt.Tx, ev events.Envelope, prepared any) error {
+	p.cur += len(ev.Payload)
+	return p.preparing.ApplyPrepared(tx, ev, prepared)
+}
+
+func (p *batchBytes) Flush(tx *bolt.Tx) error {
+	p.most, p.cur = max(p.most, p.cur), 0
+	return p.preparing.Flush(tx)
+}
+
+// Batches of large events (flow windows, megabytes each, here 300 KB)
+// are bounded by their stored bytes before they are read: the first
+// batch, sized before any event is known, and a batch after small
+// events, sized by them, hold no more than maxBatchStored (but for one
+// event larger).
+func TestBatchesOfLargeEventsBoundedBeforeTheRead(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "j.db"))
+	defer st.Close()
+	const large = 300 << 10
+	appendTicks(t, st, 0, 100)
+	var head uint64
+	for k := range 40 {
+		at := t0.Add(time.Duration(200+k*10) * time.Second)
+		e := events.MustNew(events.KindTrafficRecorded, events.TrafficRecorded{ScanID: strings.Repeat("x", large)}, at)
+		if _, err := st.Append(context.Background(), e); err != nil {
+			t.Fatal(err)
+		}
+		head = appendTicks(t, st, 201+k*10, 5)
+	}
+	prev := maxBatchStored
+	maxBatchStored = 1 << 20
+	defer func() { maxBatchStored = prev }()
+	for _, size := range []int{large / 2, 2 << 20} {
+		n, err := st.Span(101, 1000, int64(size))
+		if want := max(1, size/large); err != nil || n < want || n > want*6+5 {
+			t.Fatalf("Span(101, 1000, %d) = %d, %v; want %d large events and the ticks between", size, n, err, want)
+		}
+	}
+	p := &batchBytes{preparing: preparing{counting: counting{name: "large", version: 1}}}
+	r, err := New(st, []Projection{p}, Options{BatchSize: 10000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rowsOf(t, st, p.name, head)
+	if p.most > maxBatchStored || p.most < large {
+		t.Errorf("a batch held %d bytes of payloads, want at most %d", p.most, maxBatchStored)
+	}
+	t.Logf("%d batches, the largest %d bytes of payloads", p.flushes, p.most)
+}
+
 func mustRead(t *testing.T, st *store.Store, seq uint64) events.Envelope {
 	t.Helper()
 	evs, err := st.Read(seq, 1)
