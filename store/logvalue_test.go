@@ -454,3 +454,28 @@ func TestSpan(t *testing.T) {
 		t.Fatalf("scan: %v, %v", seqs, err)
 	}
 }
+
+// TestVerifyChunksByBytes: Verify reads the log in read transactions of
+// at most ChunkBytes (but for one value larger), not of a thousand flow
+// windows: each chunk reports its progress.
+func TestVerifyChunksByBytes(t *testing.T) {
+	s := openTemp(t)
+	const each = 40_000 // about 800 KB
+	var appended int
+	for i := 0; int64(i)*800_000 < 2*store.ChunkBytes; i++ {
+		if _, err := s.Append(t.Context(), largeEvent(t, i, each)); err != nil {
+			t.Fatal(err)
+		}
+		appended++
+	}
+	var calls []uint64
+	rep, err := s.Verify(t.Context(), func(n uint64) { calls = append(calls, n) })
+	if err != nil || !rep.OK || rep.Checked != uint64(appended) {
+		t.Fatalf("verify: %v, %+v", err, rep)
+	}
+	// Two chunks of ChunkBytes and the rest; the last call comes when
+	// the end is found.
+	if len(calls) < 3 || calls[0] >= uint64(appended)/2+1 {
+		t.Fatalf("progress after each chunk: %v of %d events", calls, appended)
+	}
+}

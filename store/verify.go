@@ -79,9 +79,12 @@ func (s *Store) Verify(ctx context.Context, progress func(checked uint64)) (Veri
 			headHash := string(meta.Get(metaHeadHash))
 			rep.Head = head
 			c := tx.Bucket(bLog).Cursor()
-			n := 0
+			n, read := 0, 0
 			k, v := c.Seek(next)
-			for ; k != nil && n < scanChunk; k, v = c.Next() {
+			// A chunk ends at scanChunk events or ChunkBytes: a read
+			// transaction held while a thousand flow windows are hashed
+			// would hold back the writer's remap of a growing file.
+			for ; k != nil && n < scanChunk && read < ChunkBytes; k, v = c.Next() {
 				n++
 				seq, ok := keySeq(k)
 				switch {
@@ -97,6 +100,7 @@ func (s *Store) Verify(ctx context.Context, progress func(checked uint64)) (Veri
 						bad(seq, "%v", err)
 						break
 					}
+					read += len(full)
 					h, reason := checkEvent(seq, full, prev, prevRaw[:])
 					if reason != "" {
 						bad(seq, "%s", reason)
