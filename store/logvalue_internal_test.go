@@ -127,3 +127,36 @@ func partKey(k []byte, i uint32) []byte {
 	binary.BigEndian.PutUint32(pk[8:], i)
 	return pk
 }
+
+// TestStrayPartsInChunks: the search for stray parts resumes across its
+// read transactions, one value each here.
+func TestStrayPartsInChunks(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "j.db"), Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	val := bytes.Repeat([]byte{'x'}, largeValue)
+	val[0] = '{'
+	update := func(fn func(tx *bolt.Tx) error) {
+		t.Helper()
+		if err := s.db.Update(fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	update(func(tx *bolt.Tx) error {
+		for seq := uint64(1); seq <= 3; seq++ {
+			if err := putLogValue(tx, tx.Bucket(bLog), seqKey(seq), value{val}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if seq, reason, err := s.strayParts(t.Context(), 1); err != nil || reason != "" {
+		t.Fatalf("three values and their parts: seq %d, %q, %v", seq, reason, err)
+	}
+	update(func(tx *bolt.Tx) error { return tx.Bucket(bLogParts).Put(partKey(seqKey(9), 0), []byte("x")) })
+	if seq, reason, err := s.strayParts(t.Context(), 1); err != nil || seq != 9 || reason == "" {
+		t.Fatalf("a part under seq 9 after three values: seq %d, %q, %v", seq, reason, err)
+	}
+}

@@ -127,10 +127,6 @@ func (s *Store) Verify(ctx context.Context, progress func(checked uint64)) (Veri
 				bad(head+1, "event %d is beyond the head %d recorded in meta", head+1, head)
 			case prev != headHash:
 				bad(last, "hash of event %d does not match the head hash recorded in meta", last)
-			default:
-				if seq, reason := strayParts(tx); reason != "" {
-					bad(seq, "%s", reason)
-				}
 			}
 			done = true
 			return nil
@@ -145,6 +141,15 @@ func (s *Store) Verify(ctx context.Context, progress func(checked uint64)) (Veri
 		}
 		if progress != nil {
 			progress(rep.Checked)
+		}
+	}
+	if rep.Reason == "" {
+		seq, reason, err := s.strayParts(ctx, scanChunk)
+		if err != nil {
+			return rep, fmt.Errorf("store: verify: %w", err)
+		}
+		if reason != "" {
+			bad(seq, "%s", reason)
 		}
 	}
 	rep.OK = rep.Reason == ""
@@ -189,29 +194,51 @@ func checkEvent(seq uint64, v []byte, prev string, prevRaw []byte) (chainHash, s
 }
 
 // strayParts looks for parts of out-of-line values that no stub in the
-// log points to (an event's own parts were checked with its value): it
-// visits one part key a seq, each found by a seek, so a log of large
-// values costs a leaf page a value, not its parts. reason is empty when
-// there are none.
-func strayParts(tx *bolt.Tx) (seq uint64, reason string) {
-	pb := tx.Bucket(bLogParts)
-	if pb == nil {
-		return 0, ""
+// log points to (an event's own parts were checked with its value). It
+// visits one part key a value, each found by a seek (a leaf page a
+// value, not its parts), chunk values a read transaction. A stub and
+// its parts are written and compacted in one transaction, so each seq is
+// seen whole whatever the transaction. reason is empty when there are
+// none.
+func (s *Store) strayParts(ctx context.Context, chunk int) (seq uint64, reason string, err error) {
+	var next []byte
+	for done := false; !done; {
+		if err := ctx.Err(); err != nil {
+			return 0, "", err
+		}
+		done = true
+		err := safeView(s.db, func(tx *bolt.Tx) error {
+			pb := tx.Bucket(bLogParts)
+			if pb == nil {
+				return nil
+			}
+			lb := tx.Bucket(bLog)
+			c := pb.Cursor()
+			k, _ := c.Seek(next)
+			for n := 0; k != nil; n++ {
+				if n == chunk {
+					next, done = bytes.Clone(k), false
+					return nil
+				}
+				if len(k) != 12 {
+					seq, reason = 0, fmt.Sprintf("malformed part key %x in %q", k, BucketLogParts)
+					return nil
+				}
+				seq, _ = keySeq(k[:8])
+				if !isStub(lb.Get(k[:8])) {
+					reason = fmt.Sprintf("%q holds parts under seq %d, which the log does not store out of line (damage, or added)", BucketLogParts, seq)
+					return nil
+				}
+				if seq == math.MaxUint64 {
+					return nil
+				}
+				k, _ = c.Seek(seqKey(seq + 1))
+			}
+			return nil
+		})
+		if err != nil || reason != "" {
+			return seq, reason, err
+		}
 	}
-	lb := tx.Bucket(bLog)
-	c := pb.Cursor()
-	for k, _ := c.First(); k != nil; {
-		if len(k) != 12 {
-			return 0, fmt.Sprintf("malformed part key %x in %q", k, BucketLogParts)
-		}
-		seq, _ = keySeq(k[:8])
-		if !isStub(lb.Get(k[:8])) {
-			return seq, fmt.Sprintf("%q holds parts under seq %d, which the log does not store out of line (damage, or added)", BucketLogParts, seq)
-		}
-		if seq == math.MaxUint64 {
-			break
-		}
-		k, _ = c.Seek(seqKey(seq + 1))
-	}
-	return 0, ""
+	return 0, "", nil
 }

@@ -693,8 +693,8 @@ var maxBatchBytes = 4 << 20
 
 // maxBatchStored bounds a batch by its events' stored bytes, read
 // before the batch is (store.Span), whatever size the events before
-// suggested: a batch is at most twice maxBatchBytes (but for a single
-// event larger). Without it the first batch of a read (firstBatch
+// suggested: a batch holds at most store.ChunkBytes (8 MiB, twice
+// maxBatchBytes) but for a single event larger. Without it the first batch of a read (firstBatch
 // events) and a batch after small events could be hundreds of flow
 // windows of megabytes each (gigabytes at 10,000 devices × 1,000
 // peers), and a batch after large events was still prepareChunk events.
