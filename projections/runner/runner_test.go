@@ -684,14 +684,7 @@ func TestBatchesBoundedByBytes(t *testing.T) {
 			maxBatchBytes = c.bytes
 			defer func() { maxBatchBytes = prev }()
 			p := &preparing{counting: counting{name: "a" + strconv.Itoa(c.bytes), version: 1}}
-			r, err := New(st, []Projection{p}, Options{BatchSize: 10000})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := r.CatchUp(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			rowsOf(t, st, p.name, head)
+			catchUpInBatches(t, st, p, head)
 			if p.flushes != c.want {
 				t.Errorf("%d batches, want %d", p.flushes, c.want)
 			}
@@ -744,6 +737,17 @@ func TestBatchesOfLargeEventsBoundedBeforeTheRead(t *testing.T) {
 		}
 	}
 	p := &batchBytes{preparing: preparing{counting: counting{name: "large", version: 1}}}
+	catchUpInBatches(t, st, p, head)
+	if p.most > maxBatchStored || p.most < large {
+		t.Errorf("a batch held %d bytes of payloads, want at most %d", p.most, maxBatchStored)
+	}
+	t.Logf("%d batches, the largest %d bytes of payloads", p.flushes, p.most)
+}
+
+// catchUpInBatches catches p up with st in batches of up to 10,000
+// events and checks that it applied every event up to head.
+func catchUpInBatches(t *testing.T, st *store.Store, p Projection, head uint64) {
+	t.Helper()
 	r, err := New(st, []Projection{p}, Options{BatchSize: 10000})
 	if err != nil {
 		t.Fatal(err)
@@ -751,11 +755,7 @@ func TestBatchesOfLargeEventsBoundedBeforeTheRead(t *testing.T) {
 	if err := r.CatchUp(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	rowsOf(t, st, p.name, head)
-	if p.most > maxBatchStored || p.most < large {
-		t.Errorf("a batch held %d bytes of payloads, want at most %d", p.most, maxBatchStored)
-	}
-	t.Logf("%d batches, the largest %d bytes of payloads", p.flushes, p.most)
+	rowsOf(t, st, p.Name(), head)
 }
 
 func mustRead(t *testing.T, st *store.Store, seq uint64) events.Envelope {
