@@ -69,10 +69,7 @@ type rawEnvelope struct {
 func splitEnvelope(v []byte) (r rawEnvelope, ok bool) {
 	p := events.NewJSONScanner(v)
 	// An optional field is (!p.Lit(key) || read): absent, or read.
-	ok = p.Lit(`{"seq":`) && p.Uint(&r.seq) &&
-		p.Lit(`,"id":`) && p.PlainString(&r.id) &&
-		p.Lit(`,"time":`) && p.Time(&r.time) &&
-		p.Lit(`,"kind":`) && p.PlainString(&r.kind) &&
+	ok = r.splitHead(&p) &&
 		p.Lit(`,"v":`) && p.Int(&r.v) && r.v == int64(int(r.v)) &&
 		(!p.Lit(`,"source":`) || p.PlainString(&r.source)) &&
 		(!p.Lit(`,"actor":`) || p.PlainString(&r.actor)) &&
@@ -83,6 +80,16 @@ func splitEnvelope(v []byte) (r rawEnvelope, ok bool) {
 		p.Lit(`,"hash":`) && p.PlainString(&r.hash) &&
 		p.Lit(`}`) && p.End()
 	return r, ok
+}
+
+// splitHead reads the fields a stored value begins with (seq, id, time,
+// kind) from p into r: all of a value that log stats needs, which for a
+// value stored out of line lies in its first part.
+func (r *rawEnvelope) splitHead(p *events.JSONScanner) bool {
+	return p.Lit(`{"seq":`) && p.Uint(&r.seq) &&
+		p.Lit(`,"id":`) && p.PlainString(&r.id) &&
+		p.Lit(`,"time":`) && p.Time(&r.time) &&
+		p.Lit(`,"kind":`) && p.PlainString(&r.kind)
 }
 
 // envelope builds the Envelope json.Unmarshal would. Source and Actor

@@ -177,12 +177,9 @@ func statsHead(tx *bolt.Tx, k, v []byte) (kind []byte, t time.Time, n int64, err
 		}
 		head, n = first, int64(size)
 	}
-	var seq uint64
-	var id []byte
-	p := events.NewJSONScanner(head)
-	if p.Lit(`{"seq":`) && p.Uint(&seq) && p.Lit(`,"id":`) && p.PlainString(&id) &&
-		p.Lit(`,"time":`) && p.Time(&t) && p.Lit(`,"kind":`) && p.PlainString(&kind) {
-		return kind, t, n, nil
+	var r rawEnvelope
+	if p := events.NewJSONScanner(head); r.splitHead(&p) {
+		return r.kind, r.time, n, nil
 	}
 	full, _, err := logValue(tx, k, v)
 	if err != nil {
