@@ -455,10 +455,11 @@ func TestSpan(t *testing.T) {
 	}
 }
 
-// TestVerifyChunksByBytes: Verify reads the log in read transactions of
+// TestReadersChunkByBytes: Verify reads the log in read transactions of
 // at most ChunkBytes (but for one value larger), not of a thousand flow
-// windows: each chunk reports its progress.
-func TestVerifyChunksByBytes(t *testing.T) {
+// windows: each chunk reports its progress. ReadChunk stops at
+// ChunkBytes and says more follows; Scan, in such chunks, reads all.
+func TestReadersChunkByBytes(t *testing.T) {
 	s := openTemp(t)
 	const each = 40_000 // about 800 KB
 	var appended int
@@ -477,5 +478,22 @@ func TestVerifyChunksByBytes(t *testing.T) {
 	// the end is found.
 	if len(calls) < 3 || calls[0] >= uint64(appended)/2+1 {
 		t.Fatalf("progress after each chunk: %v of %d events", calls, appended)
+	}
+
+	vals, _, _ := rawLog(t, s)
+	evs, more, err := s.ReadChunk(nil, 1, 1000)
+	var stored int64
+	for _, e := range evs {
+		stored += int64(binary.BigEndian.Uint64(vals[e.Seq][1:]))
+	}
+	if err != nil || !more || len(evs) == 0 || stored > store.ChunkBytes || len(evs) >= appended/2+1 {
+		t.Fatalf("ReadChunk from 1: %d events of %d bytes stored, more %v, %v", len(evs), stored, more, err)
+	}
+	if evs, more, err = s.ReadChunk(nil, uint64(appended), 1000); err != nil || more || len(evs) != 1 {
+		t.Fatalf("ReadChunk of the last event: %d events, more %v, %v", len(evs), more, err)
+	}
+	var scanned int
+	if err := s.Scan(t.Context(), 1, func(events.Envelope) error { scanned++; return nil }); err != nil || scanned != appended {
+		t.Fatalf("scan: %d of %d events, %v", scanned, appended, err)
 	}
 }

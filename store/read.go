@@ -13,8 +13,8 @@ import (
 const scanChunk = 1024
 
 // ChunkBytes bounds the stored bytes of the events a reader of the log
-// holds at once (Scan's chunks; see Span), but for a single event
-// larger: 1,024 flow windows of megabytes each would be gigabytes.
+// holds at once (ReadChunk, Scan's chunks; see Span), but for a single
+// event larger: 1,024 flow windows of megabytes each would be gigabytes.
 const ChunkBytes = 8 << 20
 
 // Head returns the seq of the last committed event, 0 for an empty log.
@@ -51,26 +51,46 @@ func (s *Store) ReadAppend(dst []events.Envelope, from uint64, max int) ([]event
 	}
 	err := safeView(s.db, func(tx *bolt.Tx) error {
 		var err error
-		dst, err = readTx(tx, dst, from, max)
+		dst, _, err = readTx(tx, dst, from, max, 0)
 		return err
 	})
 	return dst, err
 }
 
+// ReadChunk is ReadAppend bounded by ChunkBytes too: it stops before an
+// event that would take what it read past ChunkBytes (each event at its
+// stored length, an out-of-line one included), but reads at least one.
+// more reports that the log goes on after the last event read, as it
+// is in the read's transaction.
+func (s *Store) ReadChunk(dst []events.Envelope, from uint64, max int) (out []events.Envelope, more bool, err error) {
+	if s.isClosed() {
+		return dst, false, fmt.Errorf("store: read: %w", ErrClosed)
+	}
+	err = safeView(s.db, func(tx *bolt.Tx) error {
+		var err error
+		dst, more, err = readTx(tx, dst, from, max, ChunkBytes)
+		return err
+	})
+	return dst, more, err
+}
+
 // ReadTx is Read inside the caller's transaction. The envelopes are
 // copies and stay valid after the transaction ends.
 func (s *Store) ReadTx(tx *bolt.Tx, from uint64, max int) ([]events.Envelope, error) {
-	return readTx(tx, nil, from, max)
+	out, _, err := readTx(tx, nil, from, max, 0)
+	return out, err
 }
 
-// readTx appends up to max events from seq from on to out.
-func readTx(tx *bolt.Tx, out []events.Envelope, from uint64, max int) ([]events.Envelope, error) {
+// readTx appends up to max events from seq from on to out, and, when
+// bytes is not 0, no more than fit in bytes (but at least one). more
+// reports that the log holds an event after the last one read.
+func readTx(tx *bolt.Tx, out []events.Envelope, from uint64, max int, bytes int64) (_ []events.Envelope, more bool, _ error) {
 	if max <= 0 {
-		return out, fmt.Errorf("store: read from %d: max %d must be positive", from, max)
+		return out, false, fmt.Errorf("store: read from %d: max %d must be positive", from, max)
 	}
 	lb := tx.Bucket(bLog)
 	if lb == nil {
-		return out, fmt.Errorf("store: read: bucket %q missing: %w", BucketLog, ErrCorrupt)
+		return out, false, fmt.Errorf("store: read: bucket %q missing: %w", BucketLog, ErrCorrupt)
 	}
 	if last := lb.Sequence(); last >= from {
 		out = slices.Grow(out, int(min(uint64(max), last-from+1)))
@@ -82,8 +102,13 @@ func readTx(tx *bolt.Tx, out []events.Envelope, from uint64, max int) ([]events.
 			_ = ReleaseMappedTx(tx) // copied out; a failure leaves pages mapped, nothing else
 		}
 	}()
+	var total int64
 	c := lb.Cursor()
-	for k, v := c.Seek(seqKey(from)); k != nil && len(out)-n0 < max; k, v = c.Next() {
+	k, v := c.Seek(seqKey(from))
+	for ; k != nil && len(out)-n0 < max; k, v = c.Next() {
+		if total += storedLen(v); bytes > 0 && len(out) > n0 && total > bytes {
+			break
+		}
 		seq, _ := keySeq(k)
 		var prev *events.Envelope
 		if len(out) > n0 {
@@ -91,16 +116,28 @@ func readTx(tx *bolt.Tx, out []events.Envelope, from uint64, max int) ([]events.
 		}
 		full, owned, err := logValue(tx, k, v)
 		if err != nil {
-			return out, fmt.Errorf("store: read seq %d: %w: %w", seq, ErrCorrupt, err)
+			return out, false, fmt.Errorf("store: read seq %d: %w: %w", seq, ErrCorrupt, err)
 		}
 		e, err := decodeEnvelopeOwned(full, prev, owned)
 		if err != nil {
-			return out, fmt.Errorf("store: read seq %d: %w: %w", seq, ErrCorrupt, err)
+			return out, false, fmt.Errorf("store: read seq %d: %w: %w", seq, ErrCorrupt, err)
 		}
 		large = large || len(full) >= largeValue
 		out = append(out, e)
 	}
-	return out, nil
+	return out, k != nil, nil
+}
+
+// storedLen is the length of the value stored as v: v's, or the length
+// its stub gives for one stored out of line (v's for a damaged stub,
+// which reading the value reports).
+func storedLen(v []byte) int64 {
+	if isStub(v) {
+		if n, err := stubLength(v); err == nil {
+			return int64(n)
+		}
+	}
+	return int64(len(v))
 }
 
 // Span returns how many events from seq from on, at most most, are
@@ -118,13 +155,7 @@ func (s *Store) Span(from uint64, most int, bytes int64) (int, error) {
 		var total int64
 		c := tx.Bucket(bLog).Cursor()
 		for k, v := c.Seek(seqKey(from)); k != nil && n < most; k, v = c.Next() {
-			size := int64(len(v))
-			if isStub(v) {
-				if l, err := stubLength(v); err == nil {
-					size = int64(l)
-				}
-			}
-			if total += size; n > 0 && total > bytes {
+			if total += storedLen(v); n > 0 && total > bytes {
 				break
 			}
 			n++
@@ -169,11 +200,7 @@ func (s *Store) Scan(ctx context.Context, from uint64, fn func(events.Envelope) 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n, err := s.Span(from, scanChunk, ChunkBytes)
-		if err != nil || n == 0 {
-			return err
-		}
-		chunk, err := s.Read(from, n)
+		chunk, more, err := s.ReadChunk(nil, from, scanChunk)
 		if err != nil {
 			return err
 		}
@@ -185,7 +212,7 @@ func (s *Store) Scan(ctx context.Context, from uint64, fn func(events.Envelope) 
 				return err
 			}
 		}
-		if len(chunk) < n {
+		if !more {
 			return nil
 		}
 		from = chunk[len(chunk)-1].Seq + 1

@@ -247,11 +247,7 @@ func (c *core) LogTail(ctx context.Context, req tailReq, w io.Writer) error {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for {
-		n, err := c.st.Span(next, 1000, store.ChunkBytes)
-		if err != nil {
-			return err
-		}
-		evs, err := c.st.Read(next, max(n, 1))
+		evs, more, err := c.st.ReadChunk(nil, next, 1000)
 		if err != nil {
 			return err
 		}
@@ -261,8 +257,8 @@ func (c *core) LogTail(ctx context.Context, req tailReq, w io.Writer) error {
 			}
 			next = e.Seq + 1
 		}
-		if len(evs) > 0 && len(evs) == n {
-			continue // more may follow at once
+		if more {
+			continue
 		}
 		select {
 		case <-ctx.Done():

@@ -253,11 +253,7 @@ func (w *whatif) run(ctx context.Context) (resp whatifResp, err error) {
 		defer close(chans[1])
 		tick := time.Now()
 		for next := from; next <= head; {
-			n, err := w.st.Span(next, int(min(head-next+1, whatifChunk)), store.ChunkBytes)
-			if err != nil {
-				return fmt.Errorf("whatif: read the log: %w", err)
-			}
-			evs, err := w.st.ReadAppend(make([]events.Envelope, 0, n), next, max(n, 1))
+			evs, _, err := w.st.ReadChunk(nil, next, int(min(head-next+1, whatifChunk)))
 			if err != nil {
 				return fmt.Errorf("whatif: read the log: %w", err)
 			}
