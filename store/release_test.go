@@ -3,7 +3,6 @@ package store_test
 import (
 	"bytes"
 	"fmt"
-	"net/netip"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -154,29 +153,9 @@ func TestNoRemapAsTheFileGrows(t *testing.T) {
 	}
 }
 
-// largeEvent is a traffic.recorded of n packed rows (about 20 bytes of
-// payload each), made from i so that two differ.
+// largeEvent is storetest.FlowWindow of n rows made from i, now.
 func largeEvent(t testing.TB, i, n int) events.Envelope {
-	t.Helper()
-	rows, err := events.NewTrafficPacker(events.TrafficRecorded{ScanID: fmt.Sprint("w", i)}, n*20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for r := range n {
-		if err := rows.Add(&events.TrafficRowAddrs{
-			Src:   netip.AddrFrom4([4]byte{10, byte(i), byte(r >> 8), byte(r)}),
-			Dst:   netip.AddrFrom4([4]byte{198, 18, byte(r >> 8), byte(r)}),
-			Proto: 6, Port: 443, Bytes: uint64(1500 + r), Packets: 3, Flows: 1,
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	e, err := rows.Recorded(time.Time{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Source = "flowlistener:test"
-	return e
+	return storetest.FlowWindow(t, i, n, time.Time{})
 }
 
 // TestLargeEventsLeaveNoMappedPages: a flow window's event (megabytes)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -20,6 +19,7 @@ import (
 	"github.com/jocasta/jocasta/projections/inventory"
 	"github.com/jocasta/jocasta/projections/scanlog"
 	"github.com/jocasta/jocasta/store"
+	"github.com/jocasta/jocasta/store/storetest"
 )
 
 // benchEvents is the size of the replay benchmarks' log:
@@ -251,23 +251,7 @@ func BenchmarkRebuildFlowLog(b *testing.B) {
 	defer st.Close()
 	for w := range 40 {
 		at := t0.Add(time.Duration(w) * time.Minute)
-		rows, err := events.NewTrafficPacker(events.TrafficRecorded{ScanID: fmt.Sprint("w", w)}, 166667*20)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for r := range 166667 {
-			if err := rows.Add(&events.TrafficRowAddrs{
-				Src:   netip.AddrFrom4([4]byte{10, byte(w), byte(r >> 8), byte(r)}),
-				Dst:   netip.AddrFrom4([4]byte{198, 18, byte(r >> 8), byte(r)}),
-				Proto: 6, Port: 443, Bytes: uint64(1500 + r), Packets: 3, Flows: 1,
-			}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		e, err := rows.Recorded(at)
-		if err != nil {
-			b.Fatal(err)
-		}
+		e := storetest.FlowWindow(b, w, 166667, at)
 		evs := []events.Envelope{e}
 		for k := range 10 {
 			tick := at.Add(time.Duration(k+1) * time.Second)
