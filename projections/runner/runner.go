@@ -694,12 +694,12 @@ var maxBatchBytes = 4 << 20
 // maxBatchStored bounds a batch by its events' stored bytes, read
 // before the batch is (store.Span), whatever size the events before
 // suggested: a batch holds at most store.ChunkBytes (8 MiB, twice
-// maxBatchBytes) but for a single event larger. Without it the first batch of a read (firstBatch
-// events) and a batch after small events could be hundreds of flow
-// windows of megabytes each (gigabytes at 10,000 devices × 1,000
-// peers), and a batch after large events was still prepareChunk events.
-// Sweeps (20 KB) and smaller events stay within it at prepareChunk and
-// BatchSize. A variable for tests.
+// maxBatchBytes) but for a single event larger. Without it the first
+// batch of a read (firstBatch events) and a batch after small events
+// could be hundreds of flow windows of megabytes each (gigabytes at
+// 10,000 devices × 1,000 peers), and a batch after large events was
+// still prepareChunk events. Sweeps (20 KB) and smaller events stay
+// within it at prepareChunk and BatchSize. A variable for tests.
 var maxBatchStored = store.ChunkBytes
 
 // firstBatch is the most events of the first batch of a read.
